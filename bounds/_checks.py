@@ -1,0 +1,90 @@
+"""Argument checks shared by the `bounds` package.
+
+Every public function validates its inputs here, early, and fails with an
+:class:`InputError` whose message names the argument, the offending value and
+what was expected, never with a traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["InputError", "real_array"]
+
+
+class InputError(ValueError):
+    """An argument is outside the domain a formula of the paper is stated on."""
+
+
+def _first_bad(values: np.ndarray, bad: np.ndarray) -> Any:
+    """The first offending element, as a plain Python number for the message."""
+    return values[bad].flat[0].item()
+
+
+def real_array(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+    allow_inf: bool = False,
+) -> np.ndarray:
+    """Return ``value`` as a float64 array after checking its domain.
+
+    Args:
+        name: the argument's name as the user wrote it (used in messages).
+        value: a number or an array-like of numbers.
+        low, high: bounds of the admissible interval (``None``: unbounded).
+        low_open, high_open: whether the bound itself is excluded.
+        integer: require whole numbers.
+        allow_inf: accept ``+inf`` (for limits such as tau2 -> infinity).
+
+    Raises:
+        InputError: with the offending value and the expected domain.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
+    if np.isnan(arr).any():
+        raise InputError(f"{name} is NaN (expected a real number)")
+    if not allow_inf and np.isinf(arr).any():
+        raise InputError(f"{name} = {_first_bad(arr, np.isinf(arr))} is not finite")
+    expected = _domain_text(low, high, low_open, high_open, integer)
+    if integer:
+        finite = np.isfinite(arr)
+        frac = np.zeros(arr.shape, dtype=bool)
+        frac[finite] = arr[finite] != np.round(arr[finite])
+        if frac.any():
+            raise InputError(f"{name} = {_first_bad(arr, frac)} is not a whole number ({expected})")
+    if low is not None:
+        below = arr <= low if low_open else arr < low
+        if below.any():
+            raise InputError(f"{name} = {_num(_first_bad(arr, below))} is out of range ({expected})")
+    if high is not None:
+        above = arr >= high if high_open else arr > high
+        if above.any():
+            raise InputError(f"{name} = {_num(_first_bad(arr, above))} is out of range ({expected})")
+    return arr
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and x == int(x) else repr(x)
+
+
+def _domain_text(
+    low: float | None, high: float | None, low_open: bool, high_open: bool, integer: bool
+) -> str:
+    kind = "an integer" if integer else "a real number"
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {_num(low)}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {_num(high)}")
+    return f"expected {kind}" + (" " + " and ".join(parts) if parts else "")

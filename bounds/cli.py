@@ -1,0 +1,162 @@
+"""``dfl-bounds``: the theory from the command line.
+
+Sub-commands::
+
+    dfl-bounds topology NAME --nodes N [--weights RULE] [--json]
+    dfl-bounds dfl --L --sigma2 --nodes --eta --tau1 --tau2 (--zeta Z | --topology NAME)
+                   --T --gap [--beta-var B] [--weights RULE] [--json]
+    dfl-bounds expr NAME [--latex]
+
+NAME of a topology is a built-in one (ring, quasi-ring, torus, ...), ``edges:PATH``
+(an edge list file) or ``matrix:PATH`` (a mixing matrix file). Bad arguments exit
+with code 2 and one line on stderr saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from bounds import symbolic
+from bounds._checks import InputError
+from bounds.mixing import RULES, Matrix, load_matrix, mixing_matrix
+from bounds.proposition1 import dfl_bound
+from bounds.spectral import SpectralSummary, spectral_summary
+from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _topology_matrix(name: str, nodes: int | None, weights: str, seed: int) -> Matrix:
+    if name.startswith("matrix:"):
+        return load_matrix(name.removeprefix("matrix:"))
+    if name.startswith("edges:"):
+        return mixing_matrix(from_edge_list(name.removeprefix("edges:")), weights)
+    if nodes is None:
+        raise InputError(f"--nodes is required for topology {name!r}")
+    options: dict[str, Any] = {"seed": seed} if name == "erdos-renyi" else {}
+    return mixing_matrix(make_graph(name, nodes, **options), weights)
+
+
+def _spectrum(args: argparse.Namespace) -> tuple[SpectralSummary, float]:
+    start = time.perf_counter()
+    C = _topology_matrix(args.name, args.nodes, args.weights, args.seed)
+    summary = spectral_summary(C)
+    return summary, time.perf_counter() - start
+
+
+def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
+    summary, seconds = _spectrum(args)
+    if args.nodes is not None and summary.nodes != args.nodes:
+        raise InputError(f"--nodes {args.nodes} but the file has {summary.nodes} nodes")
+    out = {"topology": args.name, "weights": args.weights, **summary.to_dict(),
+           "seconds": round(seconds, 4)}
+    return out
+
+
+def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if args.topology is not None:
+        args.name = args.topology
+        summary, _ = _spectrum(args)
+        if summary.nodes != args.nodes:
+            raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has "
+                             f"{summary.nodes} nodes")
+        zeta = summary.zeta
+        out.update(topology=args.topology, weights=args.weights, beta_mix=summary.beta_mix)
+    else:
+        zeta = args.zeta
+    result = dfl_bound(L=args.L, sigma2=args.sigma2, N=args.nodes, eta=args.eta,
+                       tau1=args.tau1, tau2=args.tau2, zeta=zeta, T=args.T, gap=args.gap,
+                       beta_var=args.beta_var)
+    out["zeta"] = zeta
+    out.update(result.to_dict())
+    out.pop("inputs")
+    return out
+
+
+def _cmd_expr(args: argparse.Namespace) -> str:
+    return symbolic.latex(args.name) if args.latex else symbolic.pretty(args.name)
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog="dfl-bounds", description="Bounds of the DFL paper: topologies, "
+                     "spectra and Proposition 1.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add_topology_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--weights", default="paper", choices=RULES,
+                       help="weight rule for a graph (default: the paper's equal weights)")
+        p.add_argument("--seed", type=int, default=0, help="seed of erdos-renyi (default 0)")
+
+    topo = sub.add_parser("topology", help="zeta, rho, beta of a topology")
+    topo.add_argument("name", help=f"one of {', '.join(TOPOLOGIES)}, edges:PATH or matrix:PATH")
+    topo.add_argument("--nodes", type=int, help="number of nodes N")
+    add_topology_options(topo)
+    topo.add_argument("--json", action="store_true", help="print one JSON object")
+    topo.set_defaults(run=_cmd_topology)
+
+    dfl = sub.add_parser("dfl", help="Proposition 1: bound, terms, step-size condition")
+    for flag, kind, text in [
+        ("--L", float, "smoothness constant L"),
+        ("--sigma2", float, "gradient-noise variance sigma^2"),
+        ("--nodes", int, "number of nodes N"),
+        ("--eta", float, "learning rate eta"),
+        ("--tau1", int, "local steps per round"),
+        ("--tau2", int, "gossip steps per round"),
+        ("--T", float, "total steps T (local and gossip)"),
+        ("--gap", float, "F(u_1) - F_inf"),
+    ]:
+        dfl.add_argument(flag, type=kind, required=True, help=text)
+    which = dfl.add_mutually_exclusive_group(required=True)
+    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
+    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    dfl.add_argument("--beta-var", type=float, default=0.0,
+                     help="variance-growth parameter of Lemma 2 (default 0)")
+    add_topology_options(dfl)
+    dfl.add_argument("--json", action="store_true", help="print one JSON object")
+    dfl.set_defaults(run=_cmd_dfl)
+
+    expr = sub.add_parser("expr", help="a formula as a sympy expression")
+    expr.add_argument("name", choices=symbolic.EXPRESSIONS)
+    expr.add_argument("--latex", action="store_true", help="print LaTeX")
+    expr.set_defaults(run=_cmd_expr, json=False)
+    return parser
+
+
+def _table(out: dict[str, Any]) -> str:
+    width = max(len(k) for k in out)
+    return "\n".join(f"{k:>{width}} : {_text(v)}" for k, v in out.items())
+
+
+def _text(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dfl-bounds`` / ``python -m bounds``; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = args.run(args)
+    except InputError as exc:
+        print(f"dfl-bounds: error: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(out, str):
+        print(out)
+    elif args.json:
+        print(json.dumps(out, allow_nan=False))
+    else:
+        print(_table(out))
+    return 0

@@ -1,0 +1,125 @@
+"""Proposition 1 and Lemma 1 of the paper, each formula written once.
+
+Every function here is plain arithmetic on its arguments, so the same code
+evaluates on Python floats, numpy arrays (whole grids by broadcasting) and
+sympy symbols; only square roots go through :func:`sqrt`, which picks
+``sympy.sqrt`` or ``numpy.sqrt``. The numeric front end with validation and
+result objects is :mod:`bounds.proposition1`; the symbolic one is
+:mod:`bounds.symbolic`. Notation follows the paper:
+
+=========  ==========================================================
+eta        learning rate eta
+L          smoothness constant L (Assumption 1.1)
+sigma2     gradient-noise variance sigma^2 (Assumption 1.5)
+N          number of nodes
+tau1       local SGD steps per round (computation frequency)
+tau2       gossip steps per round (communication frequency)
+zeta       max(|lambda_2(C)|, |lambda_N(C)|)
+T          total steps (local and gossip)
+gap        F(u_1) - F_inf
+beta_var   variance-growth parameter of Lemma 2:
+           E||g(w) - grad F(w)||^2 <= beta_var ||grad F(w)||^2 + sigma^2
+=========  ==========================================================
+
+Division by zero (zeta = 1 or tau2 = 0: gossip never mixes) is left to the
+caller: numpy gives inf, sympy zoo.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+__all__ = [
+    "eta_condition_lhs",
+    "eta_max_from_quadratic",
+    "general_eta_condition_lhs",
+    "gossip_coefficient",
+    "lemma1_condition_lhs",
+    "limit_T_inf",
+    "local_drift_term",
+    "sqrt",
+    "sync_sgd_term",
+    "upper_bound",
+    "variance_coefficient",
+]
+
+
+def sqrt(x: Any) -> Any:
+    """Square root in the namespace of ``x`` (sympy for symbolic input, numpy otherwise)."""
+    return sympy.sqrt(x) if isinstance(x, sympy.Basic) else np.sqrt(x)
+
+
+def sync_sgd_term(eta: Any, L: Any, sigma2: Any, N: Any, T: Any, gap: Any) -> Any:
+    """Synchronous-SGD part of eq. (upper-bound): 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N."""
+    return 2 * gap / (eta * T) + eta * L * sigma2 / N
+
+
+def local_drift_term(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Local-drift part of eq. (upper-bound): 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1)."""
+    return 2 * eta**2 * L**2 * sigma2 * (tau1 / (1 - zeta ** (2 * tau2)) - 1)
+
+
+def upper_bound(
+    eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, T: Any, gap: Any
+) -> Any:
+    """Right side of eq. (upper-bound) of Proposition 1: sync-SGD part + local-drift part."""
+    return sync_sgd_term(eta, L, sigma2, N, T, gap) + local_drift_term(eta, L, sigma2, tau1, tau2, zeta)
+
+
+def limit_T_inf(eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Eq. (inftyT): the T -> infinity limit, eta L sigma^2 / N + local-drift part."""
+    return eta * L * sigma2 / N + local_drift_term(eta, L, sigma2, tau1, tau2, zeta)
+
+
+def gossip_coefficient(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """A in eq. (eta): tau / (1 - z) (2 tau1 z^2 / (1 + z) + 2 tau1 z / (1 - z) + tau - 1), z = zeta^tau2.
+
+    It is the constant of the bound (101) on the A_2 part of the local drift.
+    """
+    tau = tau1 + tau2
+    z = zeta**tau2
+    return tau / (1 - z) * (2 * tau1 * z**2 / (1 + z) + 2 * tau1 * z / (1 - z) + tau - 1)
+
+
+def variance_coefficient(tau1: Any, tau2: Any, zeta: Any, beta_var: Any) -> Any:
+    """2 beta_var tau / (1 - zeta^(2 tau2)): the A_1 gradient term of (83), in the general condition."""
+    return 2 * beta_var * (tau1 + tau2) / (1 - zeta ** (2 * tau2))
+
+
+def eta_condition_lhs(eta: Any, L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Left side of the step-size condition (eta) of Proposition 1: eta L + eta^2 L^2 A <= 1."""
+    return eta * L + (eta * L) ** 2 * gossip_coefficient(tau1, tau2, zeta)
+
+
+def general_eta_condition_lhs(
+    eta: Any, L: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, beta_var: Any
+) -> Any:
+    """Left side of the general condition at the end of Appendix A (with Lemma 2's beta_var).
+
+    eta L (1 + beta_var / N) + 2 eta^2 L^2 beta_var tau / (1 - zeta^(2 tau2)) + eta^2 L^2 A <= 1.
+    With beta_var = 0 it is the condition (eta) of Proposition 1.
+    """
+    return eta * L * (1 + beta_var / N) + (eta * L) ** 2 * (
+        variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)
+    )
+
+
+def lemma1_condition_lhs(eta: Any, L: Any, N: Any, beta: Any) -> Any:
+    """Left side of Lemma 1's condition eta L (1 + beta / N) <= 1.
+
+    The paper's text takes beta = ||I - C||_2 (Assumption 1.6), but in the proof
+    beta enters through Lemma 2, as the variance-growth parameter beta_var.
+    """
+    return eta * L * (1 + beta / N)
+
+
+def eta_max_from_quadratic(a: Any, b: Any, L: Any) -> Any:
+    """Largest eta with b (eta L) + a (eta L)^2 <= 1, a >= 0, b > 0.
+
+    The positive root of a x^2 + b x - 1 = 0 in its cancellation-free form
+    x = 2 / (b + sqrt(b^2 + 4 a)), divided by L. a = inf gives 0.
+    """
+    return 2 / (b + sqrt(b**2 + 4 * a)) / L

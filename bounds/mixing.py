@@ -1,0 +1,219 @@
+"""Mixing (confusion) matrices C from graphs, and their validation.
+
+Assumption 1.6 of the paper: C is doubly stochastic and symmetric, C 1 = 1,
+C^T = C, with c_ji > 0 exactly when j and i are neighbours (or j = i). A gossip
+step is X <- X C (eq. (5)).
+
+Weight rules (``RULES``):
+
+``paper``
+    The paper's rule (Section VI-A): each node averages itself and its
+    neighbours equally, c_ij = 1 / (d_i + 1). Symmetric only when every edge
+    joins two nodes of equal degree (e.g. a regular graph); otherwise it is
+    rejected with the offending edge named.
+``metropolis``
+    Metropolis-Hastings: c_ij = 1 / (1 + max(d_i, d_j)), c_ii = 1 - sum_j c_ij.
+``max-degree``
+    c_ij = 1 / (1 + d_max), c_ii = 1 - d_i / (1 + d_max).
+``lazy``
+    Lazy Metropolis-Hastings, (C_MH + I) / 2 (see :func:`lazy` for any C).
+
+Large graphs give ``scipy.sparse`` CSR matrices (``sparse=None`` picks sparse
+for N > ``SPARSE_FROM_NODES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from bounds._checks import InputError
+
+__all__ = [
+    "RULES",
+    "SPARSE_FROM_NODES",
+    "Matrix",
+    "check_mixing_matrix",
+    "lazy",
+    "load_matrix",
+    "mixing_matrix",
+]
+
+Matrix = np.ndarray | sp.csr_matrix
+SPARSE_FROM_NODES = 1000
+DEFAULT_TOL = 1e-10
+
+
+def _edges_and_degrees(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray, int]:
+    n = graph.number_of_nodes()
+    if sorted(graph.nodes) != list(range(n)):
+        graph = nx.convert_node_labels_to_integers(graph, ordering="sorted")
+    graph = nx.Graph(graph)
+    graph.remove_edges_from(nx.selfloop_edges(graph))
+    edges = np.array(list(graph.edges), dtype=np.int64).reshape(-1, 2)
+    degrees = np.bincount(edges.ravel(), minlength=n).astype(np.float64)
+    return edges, degrees, n
+
+
+def _paper_weights(edges: np.ndarray, degrees: np.ndarray) -> np.ndarray:
+    u, v = edges[:, 0], edges[:, 1]
+    unequal = degrees[u] != degrees[v]
+    if unequal.any():
+        k = int(np.flatnonzero(unequal)[0])
+        raise InputError(
+            "weight rule 'paper' (each node averages itself and its neighbours equally) gives a "
+            f"non-symmetric C on this graph: node {u[k]} has degree {int(degrees[u[k]])} but its "
+            f"neighbour {v[k]} has degree {int(degrees[v[k]])} (expected a regular graph; "
+            "use weights 'metropolis' or 'max-degree')"
+        )
+    return 1.0 / (degrees[u] + 1.0)
+
+
+def _metropolis_weights(edges: np.ndarray, degrees: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.maximum(degrees[edges[:, 0]], degrees[edges[:, 1]]))
+
+
+def _max_degree_weights(edges: np.ndarray, degrees: np.ndarray) -> np.ndarray:
+    return np.full(len(edges), 1.0 / (1.0 + degrees.max(initial=0.0)))
+
+
+_EDGE_WEIGHTS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "paper": _paper_weights,
+    "metropolis": _metropolis_weights,
+    "max-degree": _max_degree_weights,
+}
+RULES = (*_EDGE_WEIGHTS, "lazy")
+
+
+def lazy(C: Matrix) -> Matrix:
+    """The lazy matrix (C + I) / 2: same eigenvectors, eigenvalues (1 + lambda) / 2 >= 0."""
+    eye = sp.identity(C.shape[0], format="csr") if sp.issparse(C) else np.eye(C.shape[0])
+    return (C + eye) / 2.0
+
+
+def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None = None) -> Matrix:
+    """Mixing matrix C of ``graph`` under weight ``rule`` (see the module docstring).
+
+    Args:
+        graph: undirected networkx graph; nodes are relabelled 0..N-1 in sorted order.
+        rule: one of :data:`RULES`.
+        sparse: return a CSR matrix; ``None`` chooses sparse for N > SPARSE_FROM_NODES.
+
+    Returns:
+        The symmetric doubly stochastic N x N matrix C (validated).
+
+    >>> C = mixing_matrix(nx.cycle_graph(4))
+    >>> C[0].round(3).tolist()
+    [0.333, 0.333, 0.0, 0.333]
+    """
+    if rule == "lazy":
+        return lazy(mixing_matrix(graph, "metropolis", sparse=sparse))
+    if rule not in _EDGE_WEIGHTS:
+        raise InputError(f"unknown weight rule {rule!r} (expected one of: {', '.join(RULES)})")
+    edges, degrees, n = _edges_and_degrees(graph)
+    if n == 0:
+        raise InputError("the graph has no nodes (expected at least one)")
+    weights = _EDGE_WEIGHTS[rule](edges, degrees) if len(edges) else np.zeros(0)
+    rows = np.concatenate([edges[:, 0], edges[:, 1]])
+    cols = np.concatenate([edges[:, 1], edges[:, 0]])
+    off = sp.coo_matrix((np.concatenate([weights, weights]), (rows, cols)), shape=(n, n)).tocsr()
+    diagonal = 1.0 - np.asarray(off.sum(axis=1)).ravel()
+    C = (off + sp.diags(diagonal)).tocsr()
+    if sparse is None:
+        sparse = n > SPARSE_FROM_NODES
+    return check_mixing_matrix(C if sparse else C.toarray(), require_connected=False)
+
+
+def check_mixing_matrix(
+    C: object, *, tol: float = DEFAULT_TOL, require_connected: bool = True
+) -> Matrix:
+    """Validate Assumption 1.6 and return C as a float64 dense array or CSR matrix.
+
+    Checks, each with a message naming the worst entry: square, finite,
+    non-negative, symmetric, rows summing to 1, and (``require_connected``) a
+    connected graph of non-zero entries. Whether zeta < 1 (which also needs
+    C to be aperiodic) is checked by :func:`bounds.spectral.spectral_summary`.
+
+    >>> check_mixing_matrix([[0.5, 0.5], [0.4, 0.6]])
+    Traceback (most recent call last):
+    ...
+    bounds._checks.InputError: C is not symmetric: |C[0, 1] - C[1, 0]| = 0.1 (expected C = C^T within 1e-10)
+    """
+    if sp.issparse(C):
+        M = sp.csr_matrix(C, dtype=np.float64)
+        values = M.data
+    else:
+        try:
+            M = np.asarray(C, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError("C is not a numeric matrix (expected an N x N array of numbers)") from None
+        values = M
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise InputError(f"C has shape {M.shape} (expected a non-empty square N x N matrix)")
+    if not np.isfinite(values).all():
+        raise InputError("C has NaN or infinite entries (expected finite numbers)")
+    if values.size and values.min() < -tol:
+        i, j = _argworst(M, -M)
+        raise InputError(f"C[{i}, {j}] = {_entry(M, i, j):.6g} is negative (expected c_ij >= 0)")
+    asym = abs(M - M.T)
+    if asym.max() > tol:
+        i, j = _argworst(asym, asym)
+        raise InputError(
+            f"C is not symmetric: |C[{i}, {j}] - C[{j}, {i}]| = {asym.max():.6g} "
+            f"(expected C = C^T within {tol:g})"
+        )
+    sums = np.asarray(M.sum(axis=1)).ravel()
+    worst = int(np.argmax(abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > tol * max(1, M.shape[0]):
+        raise InputError(
+            f"row {worst} of C sums to {sums[worst]:.12g} (expected every row to sum to 1; "
+            "this is the worst row)"
+        )
+    if require_connected:
+        count, labels = connected_components(sp.csr_matrix(M) != 0, directed=False)
+        if count > 1:
+            lonely = int(np.flatnonzero(labels != labels[0])[0])
+            raise InputError(
+                f"the graph of C is disconnected ({count} components; node 0 cannot reach node "
+                f"{lonely}), so zeta = 1 (expected a connected graph)"
+            )
+    return M
+
+
+def _argworst(M: Matrix, score: Matrix) -> tuple[int, int]:
+    dense = score.toarray() if sp.issparse(score) else np.asarray(score)
+    i, j = np.unravel_index(int(np.argmax(dense)), dense.shape)
+    return int(i), int(j)
+
+
+def _entry(M: Matrix, i: int, j: int) -> float:
+    return float(M[i, j])
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """A user mixing matrix from ``.npy``, ``.npz`` (scipy sparse or key ``C``) or text (.txt/.csv).
+
+    The matrix is validated (:func:`check_mixing_matrix`).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"matrix file {str(file)!r} does not exist")
+    try:
+        if file.suffix == ".npy":
+            C = np.load(file, allow_pickle=False)
+        elif file.suffix == ".npz":
+            with np.load(file, allow_pickle=False) as archive:
+                C = archive["C"] if "C" in archive.files else sp.load_npz(file)
+        else:
+            C = np.loadtxt(file, delimiter="," if file.suffix == ".csv" else None, ndmin=2)
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(
+            f"matrix file {str(file)!r} could not be read as an N x N matrix "
+            f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): {exc}"
+        ) from None
+    return check_mixing_matrix(C)

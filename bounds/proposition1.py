@@ -1,0 +1,269 @@
+"""Proposition 1 (convergence of DFL) as numbers: validated, vectorised, with a result object.
+
+:func:`dfl_bound` evaluates eq. (upper-bound), its named terms, the limit
+(inftyT), the step-size condition (eta), the general condition at the end of
+Appendix A (with Lemma 2's ``beta_var``) and Lemma 1's condition, together
+with the largest admissible eta of each. Any argument may be an array: all
+are broadcast together, so a whole tau1 x tau2 x zeta grid is one call
+(:func:`bound_grid` builds the mesh).
+
+Degenerate inputs are not errors but infinite bounds with a message:
+zeta = 1 (disconnected graph, or C = I) and tau2 = 0 (no gossip) both make
+1 - zeta^tau2 = 0, so gossip never contracts the drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from bounds import formulas as f
+from bounds._checks import real_array
+
+__all__ = ["DFLBound", "bound_grid", "dfl_bound", "eta_max"]
+
+
+@dataclass(frozen=True)
+class DFLBound:
+    """Proposition 1 evaluated at one point or on a grid (fields broadcast together).
+
+    Attributes:
+        bound: right side of eq. (upper-bound).
+        sync_sgd_term: 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N.
+        local_drift_term: 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1).
+        limit_T_inf: eq. (inftyT), the bound as T -> infinity.
+        eta_condition_lhs, eta_condition_ok: left side of (eta) and whether it is <= 1.
+        eta_max: largest eta satisfying (eta) (closed form).
+        general_condition_lhs, general_condition_ok, general_eta_max: the same for
+            the condition at the end of Appendix A with Lemma 2's ``beta_var``.
+        lemma1_lhs, lemma1_ok: Lemma 1's eta L (1 + beta_var / N) <= 1.
+        rounds: K = floor(T / tau); tail_steps: T - K tau (footnote 1 wants <= tau1).
+        message: what to know about the result (empty when nothing is notable).
+        inputs: the arguments, as given.
+    """
+
+    bound: Any
+    sync_sgd_term: Any
+    local_drift_term: Any
+    limit_T_inf: Any
+    eta_condition_lhs: Any
+    eta_condition_ok: Any
+    eta_max: Any
+    general_condition_lhs: Any
+    general_condition_ok: Any
+    general_eta_max: Any
+    lemma1_lhs: Any
+    lemma1_ok: Any
+    rounds: Any
+    tail_steps: Any
+    message: str
+    inputs: dict[str, Any] = field(repr=False)
+
+    @property
+    def success(self) -> Any:
+        """True where the bound is guaranteed: condition (eta) holds and the bound is finite."""
+        return np.logical_and(self.eta_condition_ok, np.isfinite(self.bound))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (scalars only); infinities become the string ``"inf"``."""
+        out: dict[str, Any] = {}
+        for fld in fields(self):
+            value = getattr(self, fld.name)
+            out[fld.name] = _jsonable(value) if fld.name != "inputs" else {
+                k: _jsonable(v) for k, v in value.items()
+            }
+        out["success"] = _jsonable(self.success)
+        return out
+
+    def __str__(self) -> str:
+        rows = [(fld.name, getattr(self, fld.name)) for fld in fields(self)
+                if fld.name not in ("message", "inputs")]
+        width = max(len(name) for name, _ in rows)
+        lines = [f"{name:>{width}} : {_fmt(value)}" for name, value in rows]
+        if self.message:
+            lines.append(f"{'message':>{width}} : {self.message}")
+        return "\n".join(lines)
+
+
+def _jsonable(value: Any) -> Any:
+    arr = np.asarray(value)
+    if arr.ndim:
+        return [_jsonable(v) for v in arr]
+    item = arr.item()
+    if isinstance(item, float) and np.isinf(item):
+        return "inf" if item > 0 else "-inf"
+    return item
+
+
+def _fmt(value: Any) -> str:
+    arr = np.asarray(value)
+    if arr.ndim:
+        return f"array{arr.shape}"
+    item = arr.item()
+    return f"{item:.6g}" if isinstance(item, float) else str(item)
+
+
+def _validated(**kw: Any) -> dict[str, np.ndarray]:
+    return {
+        "L": real_array("L", kw["L"], low=0, low_open=True),
+        "sigma2": real_array("sigma2", kw["sigma2"], low=0),
+        "N": real_array("N", kw["N"], low=1, integer=True),
+        "eta": real_array("eta", kw["eta"], low=0, low_open=True),
+        "tau1": real_array("tau1", kw["tau1"], low=1, integer=True),
+        "tau2": real_array("tau2", kw["tau2"], low=0, integer=True),
+        "zeta": real_array("zeta", kw["zeta"], low=0, high=1),
+        "T": real_array("T", kw["T"], low=1, integer=True),
+        "gap": real_array("gap", kw["gap"], low=0),
+        "beta_var": real_array("beta_var", kw["beta_var"], low=0),
+    }
+
+
+def _scalar(x: np.ndarray) -> Any:
+    return x.item() if x.ndim == 0 else x
+
+
+def dfl_bound(
+    *,
+    L: Any,
+    sigma2: Any,
+    N: Any,
+    eta: Any,
+    tau1: Any,
+    tau2: Any,
+    zeta: Any,
+    T: Any,
+    gap: Any,
+    beta_var: Any = 0.0,
+) -> DFLBound:
+    """Proposition 1: E[(1/T) sum_t ||grad F(u_t)||^2] <= bound, with its terms and conditions.
+
+    Args:
+        L: smoothness constant (> 0).
+        sigma2: gradient-noise variance sigma^2 (>= 0; 0 is the noise-free limit).
+        N: number of nodes (integer >= 1).
+        eta: learning rate (> 0).
+        tau1: local steps per round (integer >= 1).
+        tau2: gossip steps per round (integer >= 0).
+        zeta: max(|lambda_2(C)|, |lambda_N(C)|) in [0, 1].
+        T: total number of steps, local and gossip (integer >= 1).
+        gap: F(u_1) - F_inf (>= 0).
+        beta_var: variance-growth parameter of Lemma 2 (>= 0); used only by the
+            general condition and Lemma 1.
+
+    Returns:
+        A :class:`DFLBound`; arrays where any argument is an array.
+
+    Raises:
+        bounds.InputError: an argument is outside its domain (named in the message).
+
+    >>> r = dfl_bound(L=1, sigma2=1, N=10, eta=0.01, tau1=4, tau2=4, zeta=0.8727, T=1000, gap=1)
+    >>> round(r.bound, 6), round(r.local_drift_term, 8), bool(r.eta_condition_ok)
+    (0.202006, 0.00100564, True)
+    """
+    a = _validated(L=L, sigma2=sigma2, N=N, eta=eta, tau1=tau1, tau2=tau2, zeta=zeta, T=T,
+                   gap=gap, beta_var=beta_var)
+    eta_, L_, s2, N_, t1, t2, z = (a[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
+    never_mixes = (1.0 - z**t2) == 0.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sync = f.sync_sgd_term(eta_, L_, s2, N_, a["T"], a["gap"])
+        drift = np.where(never_mixes, np.inf, f.local_drift_term(eta_, L_, s2, t1, t2, z))
+        A = np.where(never_mixes, np.inf, f.gossip_coefficient(t1, t2, z))
+        B = np.where(never_mixes & (a["beta_var"] > 0), np.inf,
+                     np.nan_to_num(f.variance_coefficient(t1, t2, z, a["beta_var"]), nan=0.0))
+        lhs = eta_ * L_ + (eta_ * L_) ** 2 * A
+        b_general = 1.0 + a["beta_var"] / N_
+        general = eta_ * L_ * b_general + (eta_ * L_) ** 2 * (A + B)
+        lemma1 = f.lemma1_condition_lhs(eta_, L_, N_, a["beta_var"])
+        e_max = f.eta_max_from_quadratic(A, 1.0, L_)
+        e_max_general = f.eta_max_from_quadratic(A + B, b_general, L_)
+    tau = t1 + t2
+    rounds = np.floor(a["T"] / tau)
+    tail = a["T"] - rounds * tau
+    out = {
+        "bound": sync + drift,
+        "sync_sgd_term": sync,
+        "local_drift_term": drift,
+        "limit_T_inf": eta_ * L_ * s2 / N_ + drift,
+        "eta_condition_lhs": lhs,
+        "eta_condition_ok": lhs <= 1.0,
+        "eta_max": e_max,
+        "general_condition_lhs": general,
+        "general_condition_ok": general <= 1.0,
+        "general_eta_max": e_max_general,
+        "lemma1_lhs": lemma1,
+        "lemma1_ok": lemma1 <= 1.0,
+        "rounds": rounds.astype(np.int64),
+        "tail_steps": tail.astype(np.int64),
+    }
+    out = {k: _scalar(np.asarray(v)) for k, v in out.items()}
+    inputs = {"L": L, "sigma2": sigma2, "N": N, "eta": eta, "tau1": tau1, "tau2": tau2,
+              "zeta": zeta, "T": T, "gap": gap, "beta_var": beta_var}
+    message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_, e_max, tail, t1)
+    return DFLBound(**out, message=message, inputs=inputs)
+
+
+def _message(
+    never_mixes: np.ndarray,
+    tau2: np.ndarray,
+    ok: np.ndarray,
+    eta: np.ndarray,
+    e_max: np.ndarray,
+    tail: np.ndarray,
+    tau1: np.ndarray,
+) -> str:
+    notes = []
+    scalar = ok.ndim == 0
+    if never_mixes.any():
+        why = ("tau2 = 0: no gossip step" if scalar and tau2 == 0 else
+               "zeta = 1: the graph is disconnected (or C = I)" if scalar else
+               f"{int(never_mixes.sum())} point(s) have zeta = 1 or tau2 = 0")
+        notes.append(f"{why}, so gossip never mixes the models: the local-drift term and the "
+                     "bound are infinite and no eta > 0 satisfies (eta)")
+    elif not ok.all():
+        if scalar:
+            notes.append(f"eta = {eta.item():.6g} violates the step-size condition (eta); the "
+                         f"largest admissible eta is {e_max.item():.6g}, so the bound is not "
+                         "guaranteed")
+        else:
+            notes.append(f"{int((~ok).sum())} of {ok.size} points violate the step-size "
+                         "condition (eta): the bound is not guaranteed there")
+    late = np.broadcast_to(tail > tau1, np.broadcast(tail, tau1).shape)
+    if late.any():
+        notes.append("T - K tau > tau1 at " + ("this point" if scalar else f"{int(late.sum())} "
+                     "point(s)") + ": footnote 1 of the paper assumes the tail after the last "
+                     "round has at most tau1 local steps")
+    return "; ".join(notes)
+
+
+def eta_max(
+    *, L: Any, tau1: Any, tau2: Any, zeta: Any, N: Any = 1, beta_var: Any = 0.0
+) -> Any:
+    """Largest eta satisfying the step-size condition; (eta) of Proposition 1 when beta_var = 0.
+
+    Closed form x / L with x = 2 / (b + sqrt(b^2 + 4 a)), the positive root of
+    a x^2 + b x = 1, where a = A (+ 2 beta_var tau / (1 - zeta^(2 tau2))) and
+    b = 1 + beta_var / N. Zero where zeta = 1 or tau2 = 0.
+
+    >>> round(eta_max(L=1, tau1=4, tau2=4, zeta=0.8727), 6)
+    0.05024
+    """
+    r = dfl_bound(L=L, sigma2=0.0, N=N, eta=1.0, tau1=tau1, tau2=tau2, zeta=zeta, T=1, gap=0.0,
+                  beta_var=beta_var)
+    return r.general_eta_max
+
+
+def bound_grid(
+    *, tau1: Any, tau2: Any, zeta: Any, **scalars: Any
+) -> DFLBound:
+    """Proposition 1 on the mesh tau1 x tau2 x zeta (shape len(tau1) x len(tau2) x len(zeta)).
+
+    >>> g = bound_grid(tau1=[1, 2], tau2=[1, 2, 3], zeta=[0.5, 0.9], L=1, sigma2=1, N=10,
+    ...                eta=0.01, T=600, gap=1)
+    >>> g.bound.shape
+    (2, 3, 2)
+    """
+    t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta),
+                            indexing="ij")
+    return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)
