@@ -60,8 +60,7 @@ def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
     summary, seconds = _spectrum(args)
     if args.nodes is not None and summary.nodes != args.nodes:
         raise InputError(f"--nodes {args.nodes} but the file has {summary.nodes} nodes")
-    out = {"topology": args.name, "weights": args.weights, **summary.to_dict(),
-           "seconds": round(seconds, 4)}
+    out = {"topology": args.name, "weights": args.weights, **summary.to_dict(), "seconds": round(seconds, 4)}
     return out
 
 
@@ -71,15 +70,23 @@ def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
         args.name = args.topology
         summary, _ = _spectrum(args)
         if summary.nodes != args.nodes:
-            raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has "
-                             f"{summary.nodes} nodes")
+            raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {summary.nodes} nodes")
         zeta = summary.zeta
         out.update(topology=args.topology, weights=args.weights, beta_mix=summary.beta_mix)
     else:
         zeta = args.zeta
-    result = dfl_bound(L=args.L, sigma2=args.sigma2, N=args.nodes, eta=args.eta,
-                       tau1=args.tau1, tau2=args.tau2, zeta=zeta, T=args.T, gap=args.gap,
-                       beta_var=args.beta_var)
+    result = dfl_bound(
+        L=args.L,
+        sigma2=args.sigma2,
+        N=args.nodes,
+        eta=args.eta,
+        tau1=args.tau1,
+        tau2=args.tau2,
+        zeta=zeta,
+        T=args.T,
+        gap=args.gap,
+        beta_var=args.beta_var,
+    )
     out["zeta"] = zeta
     out.update(result.to_dict())
     out.pop("inputs")
@@ -91,13 +98,18 @@ def _cmd_expr(args: argparse.Namespace) -> str:
 
 
 def _build_parser() -> _Parser:
-    parser = _Parser(prog="dfl-bounds", description="Bounds of the DFL paper: topologies, "
-                     "spectra and Proposition 1.")
+    parser = _Parser(
+        prog="dfl-bounds", description="Bounds of the DFL paper: topologies, spectra and Proposition 1."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add_topology_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--weights", default="paper", choices=RULES,
-                       help="weight rule for a graph (default: the paper's equal weights)")
+        p.add_argument(
+            "--weights",
+            default="paper",
+            choices=RULES,
+            help="weight rule for a graph (default: the paper's equal weights)",
+        )
         p.add_argument("--seed", type=int, default=0, help="seed of erdos-renyi (default 0)")
 
     topo = sub.add_parser("topology", help="zeta, rho, beta of a topology")
@@ -122,8 +134,9 @@ def _build_parser() -> _Parser:
     which = dfl.add_mutually_exclusive_group(required=True)
     which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
     which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
-    dfl.add_argument("--beta-var", type=float, default=0.0,
-                     help="variance-growth parameter of Lemma 2 (default 0)")
+    dfl.add_argument(
+        "--beta-var", type=float, default=0.0, help="variance-growth parameter of Lemma 2 (default 0)"
+    )
     add_topology_options(dfl)
     dfl.add_argument("--json", action="store_true", help="print one JSON object")
     dfl.set_defaults(run=_cmd_dfl)

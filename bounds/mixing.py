@@ -129,9 +129,7 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     return check_mixing_matrix(C if sparse else C.toarray(), require_connected=False)
 
 
-def check_mixing_matrix(
-    C: object, *, tol: float = DEFAULT_TOL, require_connected: bool = True
-) -> Matrix:
+def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connected: bool = True) -> Matrix:
     """Validate Assumption 1.6 and return C as a float64 dense array or CSR matrix.
 
     Checks, each with a message naming the worst entry: square, finite,

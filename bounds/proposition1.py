@@ -71,15 +71,18 @@ class DFLBound:
         out: dict[str, Any] = {}
         for fld in fields(self):
             value = getattr(self, fld.name)
-            out[fld.name] = _jsonable(value) if fld.name != "inputs" else {
-                k: _jsonable(v) for k, v in value.items()
-            }
+            out[fld.name] = (
+                _jsonable(value) if fld.name != "inputs" else {k: _jsonable(v) for k, v in value.items()}
+            )
         out["success"] = _jsonable(self.success)
         return out
 
     def __str__(self) -> str:
-        rows = [(fld.name, getattr(self, fld.name)) for fld in fields(self)
-                if fld.name not in ("message", "inputs")]
+        rows = [
+            (fld.name, getattr(self, fld.name))
+            for fld in fields(self)
+            if fld.name not in ("message", "inputs")
+        ]
         width = max(len(name) for name, _ in rows)
         lines = [f"{name:>{width}} : {_fmt(value)}" for name, value in rows]
         if self.message:
@@ -162,16 +165,20 @@ def dfl_bound(
     >>> round(r.bound, 6), round(r.local_drift_term, 8), bool(r.eta_condition_ok)
     (0.202006, 0.00100564, True)
     """
-    a = _validated(L=L, sigma2=sigma2, N=N, eta=eta, tau1=tau1, tau2=tau2, zeta=zeta, T=T,
-                   gap=gap, beta_var=beta_var)
+    a = _validated(
+        L=L, sigma2=sigma2, N=N, eta=eta, tau1=tau1, tau2=tau2, zeta=zeta, T=T, gap=gap, beta_var=beta_var
+    )
     eta_, L_, s2, N_, t1, t2, z = (a[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
     never_mixes = (1.0 - z**t2) == 0.0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         sync = f.sync_sgd_term(eta_, L_, s2, N_, a["T"], a["gap"])
         drift = np.where(never_mixes, np.inf, f.local_drift_term(eta_, L_, s2, t1, t2, z))
         A = np.where(never_mixes, np.inf, f.gossip_coefficient(t1, t2, z))
-        B = np.where(never_mixes & (a["beta_var"] > 0), np.inf,
-                     np.nan_to_num(f.variance_coefficient(t1, t2, z, a["beta_var"]), nan=0.0))
+        B = np.where(
+            never_mixes & (a["beta_var"] > 0),
+            np.inf,
+            np.nan_to_num(f.variance_coefficient(t1, t2, z, a["beta_var"]), nan=0.0),
+        )
         lhs = eta_ * L_ + (eta_ * L_) ** 2 * A
         b_general = 1.0 + a["beta_var"] / N_
         general = eta_ * L_ * b_general + (eta_ * L_) ** 2 * (A + B)
@@ -198,8 +205,18 @@ def dfl_bound(
         "tail_steps": tail.astype(np.int64),
     }
     out = {k: _scalar(np.asarray(v)) for k, v in out.items()}
-    inputs = {"L": L, "sigma2": sigma2, "N": N, "eta": eta, "tau1": tau1, "tau2": tau2,
-              "zeta": zeta, "T": T, "gap": gap, "beta_var": beta_var}
+    inputs = {
+        "L": L,
+        "sigma2": sigma2,
+        "N": N,
+        "eta": eta,
+        "tau1": tau1,
+        "tau2": tau2,
+        "zeta": zeta,
+        "T": T,
+        "gap": gap,
+        "beta_var": beta_var,
+    }
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_, e_max, tail, t1)
     return DFLBound(**out, message=message, inputs=inputs)
 
@@ -216,30 +233,41 @@ def _message(
     notes = []
     scalar = ok.ndim == 0
     if never_mixes.any():
-        why = ("tau2 = 0: no gossip step" if scalar and tau2 == 0 else
-               "zeta = 1: the graph is disconnected (or C = I)" if scalar else
-               f"{int(never_mixes.sum())} point(s) have zeta = 1 or tau2 = 0")
-        notes.append(f"{why}, so gossip never mixes the models: the local-drift term and the "
-                     "bound are infinite and no eta > 0 satisfies (eta)")
+        why = (
+            "tau2 = 0: no gossip step"
+            if scalar and tau2 == 0
+            else "zeta = 1: the graph is disconnected (or C = I)"
+            if scalar
+            else f"{int(never_mixes.sum())} point(s) have zeta = 1 or tau2 = 0"
+        )
+        notes.append(
+            f"{why}, so gossip never mixes the models: the local-drift term and the "
+            "bound are infinite and no eta > 0 satisfies (eta)"
+        )
     elif not ok.all():
         if scalar:
-            notes.append(f"eta = {eta.item():.6g} violates the step-size condition (eta); the "
-                         f"largest admissible eta is {e_max.item():.6g}, so the bound is not "
-                         "guaranteed")
+            notes.append(
+                f"eta = {eta.item():.6g} violates the step-size condition (eta); the "
+                f"largest admissible eta is {e_max.item():.6g}, so the bound is not "
+                "guaranteed"
+            )
         else:
-            notes.append(f"{int((~ok).sum())} of {ok.size} points violate the step-size "
-                         "condition (eta): the bound is not guaranteed there")
+            notes.append(
+                f"{int((~ok).sum())} of {ok.size} points violate the step-size "
+                "condition (eta): the bound is not guaranteed there"
+            )
     late = np.broadcast_to(tail > tau1, np.broadcast(tail, tau1).shape)
     if late.any():
-        notes.append("T - K tau > tau1 at " + ("this point" if scalar else f"{int(late.sum())} "
-                     "point(s)") + ": footnote 1 of the paper assumes the tail after the last "
-                     "round has at most tau1 local steps")
+        notes.append(
+            "T - K tau > tau1 at "
+            + ("this point" if scalar else f"{int(late.sum())} point(s)")
+            + ": footnote 1 of the paper assumes the tail after the last "
+            "round has at most tau1 local steps"
+        )
     return "; ".join(notes)
 
 
-def eta_max(
-    *, L: Any, tau1: Any, tau2: Any, zeta: Any, N: Any = 1, beta_var: Any = 0.0
-) -> Any:
+def eta_max(*, L: Any, tau1: Any, tau2: Any, zeta: Any, N: Any = 1, beta_var: Any = 0.0) -> Any:
     """Largest eta satisfying the step-size condition; (eta) of Proposition 1 when beta_var = 0.
 
     Closed form x / L with x = 2 / (b + sqrt(b^2 + 4 a)), the positive root of
@@ -249,14 +277,13 @@ def eta_max(
     >>> round(eta_max(L=1, tau1=4, tau2=4, zeta=0.8727), 6)
     0.05024
     """
-    r = dfl_bound(L=L, sigma2=0.0, N=N, eta=1.0, tau1=tau1, tau2=tau2, zeta=zeta, T=1, gap=0.0,
-                  beta_var=beta_var)
+    r = dfl_bound(
+        L=L, sigma2=0.0, N=N, eta=1.0, tau1=tau1, tau2=tau2, zeta=zeta, T=1, gap=0.0, beta_var=beta_var
+    )
     return r.general_eta_max
 
 
-def bound_grid(
-    *, tau1: Any, tau2: Any, zeta: Any, **scalars: Any
-) -> DFLBound:
+def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
     """Proposition 1 on the mesh tau1 x tau2 x zeta (shape len(tau1) x len(tau2) x len(zeta)).
 
     >>> g = bound_grid(tau1=[1, 2], tau2=[1, 2, 3], zeta=[0.5, 0.9], L=1, sigma2=1, N=10,
@@ -264,6 +291,5 @@ def bound_grid(
     >>> g.bound.shape
     (2, 3, 2)
     """
-    t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta),
-                            indexing="ij")
+    t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta), indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)

@@ -119,8 +119,10 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
 
 def _zeta_one_message(lam2: float, lamN: float) -> str:
     if lamN <= -1.0 + DISCONNECTED_TOL:
-        why = ("C has eigenvalue -1 (a bipartite graph with zero self-weights: gossip "
-               "oscillates); use lazy weights (C + I) / 2")
+        why = (
+            "C has eigenvalue -1 (a bipartite graph with zero self-weights: gossip "
+            "oscillates); use lazy weights (C + I) / 2"
+        )
     else:
         why = "the graph of C is disconnected (or C = I)"
     return f"zeta = 1: {why} (expected a connected, aperiodic C with zeta < 1)"
@@ -141,8 +143,9 @@ def _lanczos(
 ) -> float | None:
     n = op.shape[0]
     try:
-        value = sla.eigsh(op, k=1, which=which, ncv=min(n - 1, ncv), tol=tol,
-                          maxiter=maxiter, return_eigenvectors=False)
+        value = sla.eigsh(
+            op, k=1, which=which, ncv=min(n - 1, ncv), tol=tol, maxiter=maxiter, return_eigenvectors=False
+        )
     except sla.ArpackNoConvergence:
         return None
     return float(value[0])
@@ -205,8 +208,9 @@ def consensus_op_norm(C: Matrix, j: int) -> float:
     n = M.shape[0]
     if sp.issparse(M):
         if n > _DENSE_OP_NORM_MAX_NODES:
-            raise InputError(f"N = {n} is too large for the dense matrix power "
-                             f"(expected N <= {_DENSE_OP_NORM_MAX_NODES})")
+            raise InputError(
+                f"N = {n} is too large for the dense matrix power (expected N <= {_DENSE_OP_NORM_MAX_NODES})"
+            )
         M = M.toarray()
     power = np.linalg.matrix_power(M, int(j)) - np.full((n, n), 1.0 / n)
     return float(np.linalg.norm(power, 2))

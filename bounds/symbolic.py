@@ -39,8 +39,16 @@ gap = sympy.Symbol("Delta", nonnegative=True)  # F(u_1) - F_inf
 beta_var = sympy.Symbol("beta_var", nonnegative=True)
 
 SYMBOLS: dict[str, sympy.Symbol] = {
-    "eta": eta, "L": L, "sigma2": sigma2, "N": N, "tau1": tau1, "tau2": tau2, "zeta": zeta,
-    "T": T, "gap": gap, "beta_var": beta_var,
+    "eta": eta,
+    "L": L,
+    "sigma2": sigma2,
+    "N": N,
+    "tau1": tau1,
+    "tau2": tau2,
+    "zeta": zeta,
+    "T": T,
+    "gap": gap,
+    "beta_var": beta_var,
 }
 
 _BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
@@ -50,13 +58,14 @@ _BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
     "limit_T_inf": lambda: f.limit_T_inf(eta, L, sigma2, N, tau1, tau2, zeta),
     "gossip_coefficient": lambda: f.gossip_coefficient(tau1, tau2, zeta),
     "eta_condition_lhs": lambda: f.eta_condition_lhs(eta, L, tau1, tau2, zeta),
-    "general_eta_condition_lhs": lambda: f.general_eta_condition_lhs(
-        eta, L, N, tau1, tau2, zeta, beta_var),
+    "general_eta_condition_lhs": lambda: f.general_eta_condition_lhs(eta, L, N, tau1, tau2, zeta, beta_var),
     "lemma1_condition_lhs": lambda: f.lemma1_condition_lhs(eta, L, N, beta_var),
     "eta_max": lambda: f.eta_max_from_quadratic(f.gossip_coefficient(tau1, tau2, zeta), 1, L),
     "general_eta_max": lambda: f.eta_max_from_quadratic(
         f.gossip_coefficient(tau1, tau2, zeta) + f.variance_coefficient(tau1, tau2, zeta, beta_var),
-        1 + beta_var / N, L),
+        1 + beta_var / N,
+        L,
+    ),
 }
 EXPRESSIONS = tuple(_BUILDERS)
 
@@ -66,9 +75,7 @@ def expression(name: str) -> sympy.Expr:
     try:
         return _BUILDERS[name]()
     except KeyError:
-        raise InputError(
-            f"unknown expression {name!r} (expected one of: {', '.join(EXPRESSIONS)})"
-        ) from None
+        raise InputError(f"unknown expression {name!r} (expected one of: {', '.join(EXPRESSIONS)})") from None
 
 
 def pretty(name: str) -> str:

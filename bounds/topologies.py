@@ -69,9 +69,7 @@ def torus(nodes: int) -> nx.Graph:
     n = _check_nodes("torus", nodes, 4)
     rows = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
     if rows < 2:
-        raise InputError(
-            f"nodes = {n} cannot form a 2-D torus (expected rows x cols with rows, cols >= 2)"
-        )
+        raise InputError(f"nodes = {n} cannot form a 2-D torus (expected rows x cols with rows, cols >= 2)")
     grid = nx.grid_2d_graph(rows, n // rows, periodic=True)
     return nx.convert_node_labels_to_integers(grid, ordering="sorted")
 
@@ -129,8 +127,7 @@ def erdos_renyi(nodes: int, p: float | None = None, seed: int = 0, max_tries: in
         if nx.is_connected(graph):
             return graph
     raise InputError(
-        f"no connected Erdos-Renyi graph with nodes = {n}, p = {p} in {max_tries} draws "
-        "(expected a larger p)"
+        f"no connected Erdos-Renyi graph with nodes = {n}, p = {p} in {max_tries} draws (expected a larger p)"
     )
 
 
@@ -180,7 +177,5 @@ def make_graph(name: str, nodes: int, **options: object) -> nx.Graph:
     try:
         builder = TOPOLOGIES[name]
     except KeyError:
-        raise InputError(
-            f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGIES)})"
-        ) from None
+        raise InputError(f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGIES)})") from None
     return builder(nodes, **options)
