@@ -6,6 +6,7 @@ Sub-commands::
     dfl-bounds dfl --L --sigma2 --nodes --eta --tau1 --tau2 (--zeta Z | --topology NAME)
                    --T --gap [--beta-var B] [--weights RULE] [--json]
     dfl-bounds expr NAME [--latex]
+    dfl-bounds bench [--quick] [--json]
 
 NAME of a topology is a built-in one (ring, quasi-ring, torus, ...), ``edges:PATH``
 (an edge list file) or ``matrix:PATH`` (a mixing matrix file). Bad arguments exit
@@ -93,6 +94,12 @@ def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
+    from bounds.bench import run_benchmarks
+
+    return run_benchmarks(quick=args.quick)
+
+
 def _cmd_expr(args: argparse.Namespace) -> str:
     return symbolic.latex(args.name) if args.latex else symbolic.pretty(args.name)
 
@@ -140,6 +147,11 @@ def _build_parser() -> _Parser:
     add_topology_options(dfl)
     dfl.add_argument("--json", action="store_true", help="print one JSON object")
     dfl.set_defaults(run=_cmd_dfl)
+
+    bench = sub.add_parser("bench", help="time zeta on large graphs and bound grids")
+    bench.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.set_defaults(run=_cmd_bench)
 
     expr = sub.add_parser("expr", help="a formula as a sympy expression")
     expr.add_argument("name", choices=symbolic.EXPRESSIONS)

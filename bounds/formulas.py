@@ -40,6 +40,7 @@ __all__ = [
     "lemma1_condition_lhs",
     "limit_T_inf",
     "local_drift_term",
+    "local_drift_term_corrected",
     "sqrt",
     "sync_sgd_term",
     "upper_bound",
@@ -67,6 +68,20 @@ def upper_bound(
 ) -> Any:
     """Right side of eq. (upper-bound) of Proposition 1: sync-SGD part + local-drift part."""
     return sync_sgd_term(eta, L, sigma2, N, T, gap) + local_drift_term(eta, L, sigma2, tau1, tau2, zeta)
+
+
+def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Our corrected noise part of (103): 2 eta^2 L^2 sigma^2 tau1 / (1 - zeta^(2 tau2)).
+
+    The paper's term has ``tau1 / (1 - zeta^(2 tau2)) - 1``: its proof bounds the
+    current round's noise at step t = j tau + i by (i - 1) N sigma^2 with
+    i <= tau1, but then sums i over the whole round, gossip steps included,
+    where all tau1 of the round's noisy gradients are still present. With
+    tau1 = 1 the paper's term vanishes as zeta -> 0 while the exact drift does
+    not (see :func:`bounds.drift.noise_drift`). Counting the gossip steps
+    correctly gives at most tau1 N sigma^2 per step, hence this term.
+    """
+    return 2 * eta**2 * L**2 * sigma2 * tau1 / (1 - zeta ** (2 * tau2))
 
 
 def limit_T_inf(eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:

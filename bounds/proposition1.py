@@ -64,7 +64,7 @@ class DFLBound:
     @property
     def success(self) -> Any:
         """True where the bound is guaranteed: condition (eta) holds and the bound is finite."""
-        return np.logical_and(self.eta_condition_ok, np.isfinite(self.bound))
+        return _scalar(np.logical_and(self.eta_condition_ok, np.isfinite(self.bound)))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (scalars only); infinities become the string ``"inf"``."""

@@ -1,0 +1,33 @@
+"""Shared hypothesis strategies: random connected graphs with random symmetric doubly stochastic weights."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+from hypothesis import strategies as st
+
+
+@st.composite
+def mixing_matrices(draw: st.DrawFn, min_nodes: int = 2, max_nodes: int = 50) -> np.ndarray:
+    """A random symmetric doubly stochastic C on a random connected graph.
+
+    A random spanning tree (connectivity) plus random extra edges, random positive
+    edge weights w_ij, then C = I - (D - W) / s with s >= max weighted degree, so
+    C is symmetric, rows sum to 1 and all entries are non-negative.
+    """
+    n = draw(st.integers(min_nodes, max_nodes))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    graph = nx.random_labeled_tree(n, seed=int(rng.integers(2**31))) if n > 1 else nx.empty_graph(1)
+    density = draw(st.floats(0.0, 1.0))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if rng.random() < density * 0.3:
+                graph.add_edge(i, j)
+    W = np.zeros((n, n))
+    for i, j in graph.edges:
+        W[i, j] = W[j, i] = rng.uniform(0.05, 1.0)
+    degree = W.sum(axis=1)
+    slack = draw(st.floats(1.0, 3.0))
+    C = np.eye(n) - (np.diag(degree) - W) / (degree.max() * slack)
+    return (C + C.T) / 2

@@ -1,0 +1,129 @@
+"""dfl-bounds on the command line: JSON keys, tables, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bounds.cli import main
+
+DFL = [
+    "dfl",
+    "--L",
+    "1",
+    "--sigma2",
+    "1",
+    "--nodes",
+    "10",
+    "--eta",
+    "0.01",
+    "--tau1",
+    "4",
+    "--tau2",
+    "4",
+    "--T",
+    "1000",
+    "--gap",
+    "1",
+]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_topology_json(capsys) -> None:
+    code, out, _ = run(capsys, "topology", "ring", "--nodes", "10", "--json")
+    data = json.loads(out)
+    assert code == 0 and {"zeta", "rho", "beta", "nodes"} <= data.keys()
+    assert data["nodes"] == 10 and round(data["zeta"], 2) == 0.87 and data["beta"] == pytest.approx(4 / 3)
+
+
+def test_quasi_ring_table(capsys) -> None:
+    code, out, _ = run(capsys, "topology", "quasi-ring", "--nodes", "10", "--weights", "metropolis")
+    assert code == 0 and "zeta : 0.849555" in out
+
+
+def test_user_matrix_and_edge_list(capsys, tmp_path) -> None:
+    np.savetxt(tmp_path / "c.txt", np.full((4, 4), 0.25))
+    code, out, _ = run(capsys, "topology", f"matrix:{tmp_path / 'c.txt'}", "--json")
+    assert code == 0 and json.loads(out)["zeta"] == pytest.approx(0, abs=1e-12)
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n2 3\n3 0\n")
+    code, out, _ = run(capsys, "topology", f"edges:{tmp_path / 'e.txt'}", "--json")
+    assert code == 0 and json.loads(out)["zeta"] == pytest.approx(1 / 3)
+
+
+def test_dfl_json_keys_and_values(capsys) -> None:
+    code, out, _ = run(capsys, *DFL, "--zeta", "0.87", "--json")
+    data = json.loads(out)
+    keys = {
+        "bound",
+        "sync_sgd_term",
+        "local_drift_term",
+        "limit_T_inf",
+        "eta_condition_lhs",
+        "eta_condition_ok",
+        "eta_max",
+    }
+    assert code == 0 and keys <= data.keys()
+    assert data["bound"] == pytest.approx(data["sync_sgd_term"] + data["local_drift_term"])
+    assert data["sync_sgd_term"] == pytest.approx(0.201) and data["eta_condition_ok"] is True
+
+
+def test_dfl_from_topology(capsys) -> None:
+    code, out, _ = run(capsys, *DFL, "--topology", "ring", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["zeta"] == pytest.approx(1 / 3 + 2 / 3 * math.cos(math.pi / 5))
+
+
+def test_dfl_disconnected_is_infinite_not_an_error(capsys) -> None:
+    code, out, _ = run(capsys, *DFL, "--zeta", "1", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["bound"] == "inf" and "disconnected" in data["message"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["topology", "moebius", "--nodes", "10"], "unknown topology 'moebius'"),
+        (["topology", "ring"], "--nodes is required"),
+        (["topology", "quasi-ring", "--nodes", "10"], "weight rule 'paper'"),
+        ([*DFL, "--zeta", "1.5"], "zeta = 1.5 is out of range"),
+        ([*DFL[:-2], "--gap", "-1", "--zeta", "0.5"], "gap = -1 is out of range"),
+        (DFL, "one of the arguments --zeta --topology is required"),
+        ([*DFL, "--zeta", "abc"], "argument --zeta: invalid float value: 'abc'"),
+        ([*DFL, "--topology", "matrix:{four}"], "--nodes 10 but topology 'matrix:"),
+        ([*DFL, "--topology", "matrix:/no/such.npy"], "matrix file '/no/such.npy' does not exist"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(capsys, tmp_path, argv: list[str], fragment: str) -> None:
+    np.savetxt(tmp_path / "four.txt", np.full((4, 4), 0.25))
+    argv = [a.format(four=tmp_path / "four.txt") for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        code = main(argv)
+        raise SystemExit(code)
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and fragment in err
+
+
+def test_expr_latex(capsys) -> None:
+    code, out, _ = run(capsys, "expr", "local_drift_term", "--latex")
+    assert code == 0 and out.startswith("2 L^{2}")
+
+
+def test_module_entry_point() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bounds", "topology", "ring", "--nodes", "10", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(proc.stdout)["nodes"] == 10

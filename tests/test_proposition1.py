@@ -1,0 +1,212 @@
+"""Proposition 1: values, limits, corollaries, step-size conditions, grids and input errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import sympy
+from scipy.optimize import brentq
+
+from bounds import InputError, bound_grid, dfl_bound, eta_max
+from bounds import formulas as f
+from bounds import symbolic as s
+
+BASE = dict(L=2.0, sigma2=0.5, N=10, eta=0.01, tau1=4, tau2=3, zeta=0.87, T=700, gap=3.0)
+
+
+def paper_bound_by_hand(L, sigma2, N, eta, tau1, tau2, zeta, T, gap):
+    """eq. (upper-bound) typed again from the paper, term by term, with the math module."""
+    sync = 2 * gap / (eta * T) + eta * L * sigma2 / N
+    drift = 2 * eta**2 * L**2 * sigma2 * (tau1 / (1 - math.pow(zeta, 2 * tau2)) - 1)
+    tau = tau1 + tau2
+    z = math.pow(zeta, tau2)
+    lhs = eta * L + eta**2 * L**2 * tau / (1 - z) * (
+        2 * tau1 * z * z / (1 + z) + 2 * tau1 * z / (1 - z) + tau - 1
+    )
+    return sync, drift, lhs
+
+
+def test_values_against_the_paper_typed_by_hand() -> None:
+    for tau1, tau2, zeta in itertools.product([1, 2, 7], [1, 4, 15], [0.0, 0.3, 0.87, 0.999]):
+        args = {**BASE, "tau1": tau1, "tau2": tau2, "zeta": zeta}
+        r = dfl_bound(**args)
+        sync, drift, lhs = paper_bound_by_hand(**args)
+        assert r.sync_sgd_term == pytest.approx(sync, rel=1e-13)
+        assert r.local_drift_term == pytest.approx(drift, rel=1e-12, abs=1e-300)
+        assert r.bound == pytest.approx(sync + drift, rel=1e-12)
+        assert r.eta_condition_lhs == pytest.approx(lhs, rel=1e-12)
+        assert r.eta_condition_ok == (lhs <= 1)
+
+
+def test_symbolic_and_numeric_agree() -> None:
+    sym = {s.SYMBOLS[k]: v for k, v in BASE.items()}
+    r = dfl_bound(**BASE)
+    assert float(s.expression("upper_bound").subs(sym)) == pytest.approx(r.bound, rel=1e-12)
+    assert float(s.expression("eta_condition_lhs").subs(sym)) == pytest.approx(r.eta_condition_lhs, rel=1e-12)
+    assert float(s.expression("eta_max").subs(sym)) == pytest.approx(r.eta_max, rel=1e-12)
+    assert "\\zeta^{2 \\tau_{2}}" in s.latex("local_drift_term")
+    assert "τ₁" in s.pretty("upper_bound")
+    with pytest.raises(InputError, match=r"unknown expression 'nope'"):
+        s.expression("nope")
+
+
+def test_limit_T_infinity_matches_inftyT() -> None:
+    assert sympy.simplify(s.limit_T_to_infinity() - s.expression("limit_T_inf")) == 0
+    big = dfl_bound(**{**BASE, "T": 10**15})
+    assert big.bound == pytest.approx(big.limit_T_inf, rel=1e-9)
+
+
+def test_corollary1_tau1_one_tau2_infinity_is_synchronous_sgd() -> None:
+    assert sympy.simplify(s.corollary1() - s.expression("sync_sgd_term")) == 0
+    r = dfl_bound(**{**BASE, "tau1": 1, "tau2": 4000, "zeta": 0.87})
+    assert r.local_drift_term == pytest.approx(0, abs=1e-300)
+    assert r.bound == pytest.approx(r.sync_sgd_term, rel=1e-15)
+
+
+def test_corollary2_zeta_zero() -> None:
+    eta, L, sigma2, tau1 = (s.SYMBOLS[k] for k in ("eta", "L", "sigma2", "tau1"))
+    expected = s.expression("sync_sgd_term") + 2 * eta**2 * L**2 * sigma2 * (tau1 - 1)
+    assert sympy.simplify(s.corollary2() - expected) == 0
+    r = dfl_bound(**{**BASE, "zeta": 0.0})
+    assert r.local_drift_term == pytest.approx(2 * 0.01**2 * 4 * 0.5 * 3, rel=1e-13)
+
+
+def test_finding_corollary1_is_incompatible_with_the_step_size_condition() -> None:
+    """(eta) contains eta^2 L^2 tau (tau - 1) / (1 - zeta^tau2): as tau2 -> oo no fixed eta satisfies it.
+
+    So the limit of Corollary 1 (tau2 -> oo at fixed eta) leaves the region where
+    Proposition 1 is proved; eta_max shrinks like 1 / (L tau).
+    """
+    maxima = [eta_max(L=1, tau1=1, tau2=t2, zeta=0.5) for t2 in (1, 10, 100, 1000)]
+    assert all(a > b for a, b in itertools.pairwise(maxima))
+    assert maxima[-1] * 1001 == pytest.approx(1, rel=0.01)
+    assert not dfl_bound(**{**BASE, "tau1": 1, "tau2": 4000, "eta": 0.01}).eta_condition_ok
+
+
+@pytest.mark.parametrize(
+    ("tau1", "tau2", "zeta", "beta_var"),
+    [(1, 1, 0.0, 0.0), (4, 4, 0.87, 0.0), (10, 1, 0.99, 0.0), (3, 7, 0.5, 0.7), (1, 20, 0.999, 2.0)],
+)
+def test_eta_max_is_the_root_of_the_condition(tau1: int, tau2: int, zeta: float, beta_var: float) -> None:
+    L, N = 3.0, 10
+    top = eta_max(L=L, tau1=tau1, tau2=tau2, zeta=zeta, N=N, beta_var=beta_var)
+
+    def lhs(eta: float) -> float:
+        return f.general_eta_condition_lhs(eta, L, N, tau1, tau2, zeta, beta_var) - 1
+
+    root = brentq(lhs, 1e-15, 1 / L, xtol=1e-18, rtol=1e-14)
+    assert top == pytest.approx(root, rel=1e-10)
+    ok = dfl_bound(
+        **{
+            **BASE,
+            "L": L,
+            "N": N,
+            "tau1": tau1,
+            "tau2": tau2,
+            "zeta": zeta,
+            "beta_var": beta_var,
+            "eta": top * (1 - 1e-9),
+        }
+    )
+    bad = dfl_bound(
+        **{
+            **BASE,
+            "L": L,
+            "N": N,
+            "tau1": tau1,
+            "tau2": tau2,
+            "zeta": zeta,
+            "beta_var": beta_var,
+            "eta": top * (1 + 1e-9),
+        }
+    )
+    assert ok.general_condition_ok and not bad.general_condition_ok
+    assert ok.lemma1_ok  # the general condition implies Lemma 1's
+    if beta_var == 0:
+        assert ok.eta_condition_ok and not bad.eta_condition_ok
+        assert ok.general_condition_lhs == pytest.approx(ok.eta_condition_lhs)
+
+
+def test_general_condition_is_stricter_with_variance_growth() -> None:
+    r0 = dfl_bound(**BASE)
+    r1 = dfl_bound(**BASE, beta_var=1.5)
+    assert r1.general_eta_max < r0.general_eta_max == pytest.approx(r0.eta_max)
+    assert r1.lemma1_lhs == pytest.approx(BASE["eta"] * BASE["L"] * (1 + 1.5 / BASE["N"]))
+
+
+def test_grid_in_one_call_equals_pointwise_calls() -> None:
+    tau1, tau2, zeta = [1, 2, 5], [0, 1, 3, 9], [0.0, 0.5, 0.87, 1.0]
+    scalars = {k: v for k, v in BASE.items() if k not in ("tau1", "tau2", "zeta")}
+    g = bound_grid(tau1=tau1, tau2=tau2, zeta=zeta, **scalars)
+    assert g.bound.shape == (3, 4, 4)
+    for (i, a), (j, b), (k, c) in itertools.product(enumerate(tau1), enumerate(tau2), enumerate(zeta)):
+        r = dfl_bound(tau1=a, tau2=b, zeta=c, **scalars)
+        for name in ("bound", "local_drift_term", "eta_max", "eta_condition_lhs", "general_eta_max"):
+            assert np.asarray(getattr(g, name))[i, j, k] == pytest.approx(getattr(r, name), rel=1e-12)
+    assert "have zeta = 1 or tau2 = 0" in g.message
+
+
+def test_monotonicity_of_the_drift_term_remarks_1_and_2() -> None:
+    g = bound_grid(
+        tau1=np.arange(1, 30),
+        tau2=np.arange(1, 30),
+        zeta=np.linspace(0.01, 0.99, 30),
+        **{k: v for k, v in BASE.items() if k not in ("tau1", "tau2", "zeta")},
+    )
+    d = g.local_drift_term
+    assert (np.diff(d, axis=0) > 0).all()  # increases with tau1
+    # decreases with tau2 and increases with zeta: strictly wherever zeta^(2 tau2) is not lost to
+    # rounding against tau1 - 1 (zeta >= 0.5 and tau2 <= 10 here), weakly everywhere
+    assert (np.diff(d, axis=1) <= 0).all() and (np.diff(d, axis=2) >= 0).all()
+    box = d[:, :10, 15:]
+    assert (np.diff(box, axis=1) < 0).all() and (np.diff(box, axis=2) > 0).all()
+
+
+@pytest.mark.parametrize(
+    "tau2,zeta,why", [(0, 0.5, "tau2 = 0: no gossip step"), (3, 1.0, "zeta = 1: the graph is disconnected")]
+)
+def test_never_mixing_gives_infinite_bound_with_reason(tau2: int, zeta: float, why: str) -> None:
+    r = dfl_bound(**{**BASE, "tau2": tau2, "zeta": zeta})
+    assert math.isinf(r.bound) and math.isinf(r.local_drift_term) and r.eta_max == 0
+    assert not r.eta_condition_ok and not r.success and why in r.message
+    assert r.to_dict()["bound"] == "inf"
+    noise_free = dfl_bound(**{**BASE, "tau2": tau2, "zeta": zeta, "sigma2": 0.0, "beta_var": 1.0})
+    assert math.isinf(noise_free.bound) and math.isinf(noise_free.general_condition_lhs)
+
+
+def test_violated_condition_and_uneven_tail_are_explained() -> None:
+    r = dfl_bound(**{**BASE, "eta": 0.5})
+    assert not r.success and "violates the step-size condition (eta)" in r.message
+    assert f"{r.eta_max:.6g}" in r.message
+    r = dfl_bound(**{**BASE, "T": 7 * 10 + 6})
+    assert r.rounds == 10 and r.tail_steps == 6 and "footnote 1" in r.message
+    assert dfl_bound(**BASE).message == "" and dfl_bound(**BASE).success
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"zeta": 1.2}, r"zeta = 1.2 is out of range \(expected a real number >= 0 and <= 1\)"),
+        ({"zeta": -0.1}, r"zeta = -0.1 is out of range"),
+        ({"tau1": 0}, r"tau1 = 0 is out of range \(expected an integer >= 1\)"),
+        ({"tau1": 2.5}, r"tau1 = 2.5 is not a whole number"),
+        ({"tau2": -1}, r"tau2 = -1 is out of range \(expected an integer >= 0\)"),
+        ({"eta": 0.0}, r"eta = 0 is out of range \(expected a real number > 0\)"),
+        ({"N": 0}, r"N = 0 is out of range"),
+        ({"L": float("nan")}, r"L is NaN"),
+        ({"T": float("inf")}, r"T = inf is not finite"),
+        ({"gap": "x"}, r"gap = 'x' is not a number"),
+        ({"zeta": [0.5, 2.0]}, r"zeta = 2 is out of range"),
+    ],
+)
+def test_out_of_range_inputs_are_clear_errors(override: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        dfl_bound(**{**BASE, **override})
+
+
+def test_result_prints_in_a_fixed_order() -> None:
+    text = str(dfl_bound(**BASE)).splitlines()
+    assert text[0].split(":")[0].strip() == "bound" and "eta_max" in "".join(text)

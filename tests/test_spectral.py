@@ -1,0 +1,89 @@
+"""zeta, rho, beta: paper values, closed forms, dense against sparse."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bounds import InputError, consensus_op_norm, make_graph, mixing_matrix, spectral_summary, zeta
+from bounds.topologies import quasi_ring, ring
+
+
+def ring_lambda(n: int, k: int) -> float:
+    """Eigenvalue k of the equal-weight ring (circulant): 1/3 + 2/3 cos(2 pi k / n)."""
+    return 1 / 3 + 2 / 3 * math.cos(2 * math.pi * k / n)
+
+
+def test_paper_ring_has_zeta_087() -> None:
+    s = spectral_summary(mixing_matrix(ring(10)))
+    assert round(s.zeta, 2) == 0.87
+    assert np.isclose(s.zeta, ring_lambda(10, 1), rtol=1e-13)
+    assert np.isclose(s.lambda_N, ring_lambda(10, 5)) and np.isclose(s.beta_mix, 4 / 3)
+    assert np.isclose(s.rho, 1 - s.zeta)
+
+
+def test_our_quasi_ring_has_zeta_085() -> None:
+    s = spectral_summary(mixing_matrix(quasi_ring(10), "metropolis"))
+    assert round(s.zeta, 2) == 0.85 and 0.849 < s.zeta < 0.850
+
+
+def test_complete_graph_with_paper_weights_is_J() -> None:
+    assert spectral_summary(mixing_matrix(make_graph("complete", 9))).zeta == pytest.approx(0, abs=1e-12)
+
+
+def test_single_node() -> None:
+    s = spectral_summary(np.array([[1.0]]))
+    assert s.zeta == 0 and s.rho == 1 and s.beta_mix == 0 and math.isnan(s.lambda_2)
+    assert s.to_dict()["lambda_2"] is None
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("ring", "paper"),
+        ("path", "metropolis"),
+        ("erdos-renyi", "metropolis"),
+        ("torus", "paper"),
+        ("exponential", "metropolis"),
+        ("star", "lazy"),
+    ],
+)
+def test_sparse_solver_matches_dense(name: str, rule: str) -> None:
+    n = 400
+    C = mixing_matrix(make_graph(name, n), rule)
+    dense = spectral_summary(C)
+    sparse = spectral_summary(sp.csr_matrix(C))
+    assert sparse.method.startswith("sparse")
+    assert sparse.zeta == pytest.approx(dense.zeta, abs=1e-10)
+    assert sparse.lambda_2 == pytest.approx(dense.lambda_2, abs=1e-8)
+    assert sparse.lambda_N == pytest.approx(dense.lambda_N, abs=1e-7)
+    assert zeta(sp.csr_matrix(C)) == pytest.approx(dense.zeta, abs=1e-10)
+
+
+def test_ten_thousand_node_ring_against_its_closed_form() -> None:
+    z = zeta(mixing_matrix(ring(10_000)))
+    assert abs(z - ring_lambda(10_000, 1)) < 1e-12
+
+
+def test_consensus_op_norm_is_zeta_power_lemma7() -> None:
+    C = mixing_matrix(ring(10))
+    z = zeta(C)
+    for j in range(0, 30, 3):
+        assert consensus_op_norm(C, j) == pytest.approx(z**j, rel=1e-9)
+    with pytest.raises(InputError, match=r"j = -1 is not a non-negative integer"):
+        consensus_op_norm(C, -1)
+
+
+def test_zeta_one_is_an_error_with_the_reason() -> None:
+    flip = np.array([[0.0, 1.0], [1.0, 0.0]])  # eigenvalue -1: periodic gossip
+    with pytest.raises(InputError, match=r"zeta = 1: C has eigenvalue -1 .* use lazy weights"):
+        spectral_summary(flip)
+    assert spectral_summary(flip, allow_disconnected=True).zeta == 1.0
+    with pytest.raises(InputError, match=r"disconnected"):
+        spectral_summary(np.eye(4))
+    assert spectral_summary(np.eye(4), allow_disconnected=True).zeta == 1.0
+    block = sp.block_diag([mixing_matrix(ring(600))] * 2, format="csr")
+    assert zeta(block, allow_disconnected=True) == pytest.approx(1.0, abs=1e-9)

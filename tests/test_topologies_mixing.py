@@ -1,0 +1,134 @@
+"""Topologies, weight rules and mixing-matrix validation."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bounds import InputError, check_mixing_matrix, lazy, load_matrix, make_graph, mixing_matrix
+from bounds.topologies import TOPOLOGIES, erdos_renyi, from_edge_list, quasi_ring, ring, torus
+
+SIZES = {"hypercube": 16, "torus": 12}
+
+
+@pytest.mark.parametrize("name", list(TOPOLOGIES))
+@pytest.mark.parametrize("rule", ["metropolis", "max-degree", "lazy"])
+def test_every_topology_and_rule_gives_a_valid_mixing_matrix(name: str, rule: str) -> None:
+    n = SIZES.get(name, 10)
+    graph = make_graph(name, n)
+    assert graph.number_of_nodes() == n and nx.is_connected(graph)
+    C = mixing_matrix(graph, rule)
+    assert np.allclose(C, C.T) and np.allclose(C.sum(axis=1), 1.0) and (C >= 0).all()
+    assert ((C > 0) == (nx.to_numpy_array(graph) + np.eye(n) > 0)).all() or rule == "lazy"
+
+
+def test_shapes_of_named_graphs() -> None:
+    assert sorted(d for _, d in torus(12).degree()) == [4] * 12  # 3 x 4 torus
+    assert make_graph("hypercube", 16).number_of_edges() == 32
+    assert make_graph("star", 6).degree[0] == 5
+    assert make_graph("path", 5).number_of_edges() == 4
+    assert sorted(make_graph("exponential", 8).neighbors(0)) == [1, 2, 4, 6, 7]
+    assert set(quasi_ring(10).edges) - set(ring(10).edges) == {(0, 5), (3, 6)}
+
+
+def test_paper_rule_is_equal_weights_on_regular_graphs_and_rejects_irregular_ones() -> None:
+    C = mixing_matrix(ring(10))
+    assert np.allclose(C[0][[9, 0, 1]], 1 / 3) and np.isclose(C[0].sum(), 1)
+    assert np.allclose(mixing_matrix(make_graph("complete", 7)), 1 / 7)  # C = J
+    with pytest.raises(InputError, match=r"node 0 has degree 3 but its neighbour 1 has degree 2"):
+        mixing_matrix(quasi_ring(10), "paper")
+
+
+def test_metropolis_weights_by_hand() -> None:
+    C = mixing_matrix(make_graph("star", 4), "metropolis")  # hub degree 3, leaves degree 1
+    assert np.allclose(C[0], [1 - 3 / 4, 1 / 4, 1 / 4, 1 / 4])
+    assert np.allclose(C[1], [1 / 4, 3 / 4, 0, 0])
+
+
+def test_lazy_halves_the_spectrum_towards_one() -> None:
+    C = mixing_matrix(ring(8), "metropolis")
+    ev, ev_lazy = np.linalg.eigvalsh(C), np.linalg.eigvalsh(lazy(C))
+    assert np.allclose(np.sort((1 + ev) / 2), ev_lazy)
+
+
+def test_erdos_renyi_is_seeded_and_connected() -> None:
+    a, b, c = erdos_renyi(30, seed=3), erdos_renyi(30, seed=3), erdos_renyi(30, seed=4)
+    assert nx.is_connected(a) and set(a.edges) == set(b.edges) != set(c.edges)
+    with pytest.raises(InputError, match=r"p = 1.5 is out of range"):
+        erdos_renyi(10, p=1.5)
+
+
+def test_large_graphs_give_sparse_matrices() -> None:
+    C = mixing_matrix(ring(5000))
+    assert sp.issparse(C) and C.nnz == 3 * 5000
+    assert not sp.issparse(mixing_matrix(ring(50)))
+
+
+@pytest.mark.parametrize(
+    ("name", "nodes", "message"),
+    [
+        ("moebius", 10, r"unknown topology 'moebius' \(expected one of: ring"),
+        ("ring", 2, r"nodes = 2 is too small for topology 'ring' \(expected >= 3\)"),
+        ("hypercube", 12, r"nodes = 12 is not a power of two"),
+        ("torus", 7, r"nodes = 7 cannot form a 2-D torus"),
+        ("ring", 4.5, r"nodes = 4.5 is not an integer"),
+    ],
+)
+def test_bad_topology_arguments(name: str, nodes: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        make_graph(name, nodes)  # type: ignore[arg-type]
+
+
+def test_unknown_weight_rule() -> None:
+    with pytest.raises(InputError, match=r"unknown weight rule 'uniform' \(expected one of: paper"):
+        mixing_matrix(ring(5), "uniform")
+
+
+@pytest.mark.parametrize(
+    ("C", "message"),
+    [
+        (np.ones((2, 3)) / 3, r"shape \(2, 3\) \(expected a non-empty square"),
+        ([[0.5, np.nan], [0.5, 0.5]], r"NaN or infinite"),
+        ([[1.2, -0.2], [-0.2, 1.2]], r"C\[0, 1\] = -0.2 is negative"),
+        ([[0.5, 0.5], [0.4, 0.6]], r"not symmetric: \|C\[0, 1\] - C\[1, 0\]\| = 0.1"),
+        ([[0.5, 0.4, 0.0], [0.4, 0.5, 0.1], [0.0, 0.1, 0.9]], r"row 0 of C sums to 0.9 \(expected"),
+        (np.eye(3), r"disconnected \(3 components; node 0 cannot reach node 1\)"),
+        ("abc", r"not a numeric matrix"),
+    ],
+)
+def test_invalid_mixing_matrices_are_named(C: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        check_mixing_matrix(C)
+
+
+def test_worst_row_is_reported() -> None:
+    C = np.full((3, 3), 1 / 3)
+    C[2, 2] += 0.3
+    C[1, 1] += 0.1
+    with pytest.raises(InputError, match=r"row 2 of C sums to 1.3"):
+        check_mixing_matrix(C)
+
+
+def test_user_files(tmp_path) -> None:
+    C = mixing_matrix(ring(6))
+    np.save(tmp_path / "c.npy", C)
+    np.savetxt(tmp_path / "c.txt", C)
+    np.savetxt(tmp_path / "c.csv", C, delimiter=",")
+    np.savez(tmp_path / "c.npz", C=C)
+    sp.save_npz(tmp_path / "s.npz", sp.csr_matrix(C))
+    for name in ("c.npy", "c.txt", "c.csv", "c.npz", "s.npz"):
+        loaded = load_matrix(tmp_path / name)
+        assert np.allclose(loaded.toarray() if sp.issparse(loaded) else loaded, C)
+    (tmp_path / "bad.txt").write_text("1 2\n3\n")
+    with pytest.raises(InputError, match=r"bad.txt' could not be read as an N x N matrix"):
+        load_matrix(tmp_path / "bad.txt")
+    with pytest.raises(InputError, match=r"does not exist"):
+        load_matrix(tmp_path / "missing.npy")
+    (tmp_path / "edges.txt").write_text("10 11\n11 12\n12 10\n12 13\n")
+    graph = from_edge_list(tmp_path / "edges.txt")
+    assert sorted(graph.nodes) == [0, 1, 2, 3] and graph.number_of_edges() == 4
+    (tmp_path / "junk.txt").write_text("a b\n")
+    with pytest.raises(InputError, match=r"is not 'u v' integer pairs"):
+        from_edge_list(tmp_path / "junk.txt")
