@@ -34,8 +34,10 @@ import sympy
 
 __all__ = [
     "eta_condition_lhs",
+    "eta_max",
     "eta_max_from_quadratic",
     "general_eta_condition_lhs",
+    "general_eta_max",
     "gossip_coefficient",
     "lemma1_condition_lhs",
     "limit_T_inf",
@@ -129,6 +131,17 @@ def lemma1_condition_lhs(eta: Any, L: Any, N: Any, beta: Any) -> Any:
     beta enters through Lemma 2, as the variance-growth parameter beta_var.
     """
     return eta * L * (1 + beta / N)
+
+
+def eta_max(L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Largest eta satisfying the condition (eta) of Proposition 1 (closed form)."""
+    return eta_max_from_quadratic(gossip_coefficient(tau1, tau2, zeta), 1, L)
+
+
+def general_eta_max(L: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, beta_var: Any) -> Any:
+    """Largest eta satisfying the general condition at the end of Appendix A (closed form)."""
+    a = gossip_coefficient(tau1, tau2, zeta) + variance_coefficient(tau1, tau2, zeta, beta_var)
+    return eta_max_from_quadratic(a, 1 + beta_var / N, L)
 
 
 def eta_max_from_quadratic(a: Any, b: Any, L: Any) -> Any:

@@ -109,6 +109,7 @@ def _fmt(value: Any) -> str:
 
 
 def _validated(**kw: Any) -> dict[str, np.ndarray]:
+    """Each argument of :func:`dfl_bound` as a float array, checked against its domain."""
     return {
         "L": real_array("L", kw["L"], low=0, low_open=True),
         "sigma2": real_array("sigma2", kw["sigma2"], low=0),
@@ -165,59 +166,42 @@ def dfl_bound(
     >>> round(r.bound, 6), round(r.local_drift_term, 8), bool(r.eta_condition_ok)
     (0.202006, 0.00100564, True)
     """
-    a = _validated(
-        L=L, sigma2=sigma2, N=N, eta=eta, tau1=tau1, tau2=tau2, zeta=zeta, T=T, gap=gap, beta_var=beta_var
-    )
+    inputs = {"L": L, "sigma2": sigma2, "N": N, "eta": eta, "tau1": tau1, "tau2": tau2, "zeta": zeta,
+              "T": T, "gap": gap, "beta_var": beta_var}  # fmt: skip
+    a = _validated(**inputs)
     eta_, L_, s2, N_, t1, t2, z = (a[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
+    T_, gap_, bv = a["T"], a["gap"], a["beta_var"]
     never_mixes = (1.0 - z**t2) == 0.0
+
+    def mixing(value: np.ndarray, fill: float = np.inf) -> np.ndarray:
+        """The formula where gossip mixes; ``fill`` where 1 - zeta^tau2 = 0 (0 * inf would be NaN)."""
+        return np.where(never_mixes, fill, value)
+
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sync = f.sync_sgd_term(eta_, L_, s2, N_, a["T"], a["gap"])
-        drift = np.where(never_mixes, np.inf, f.local_drift_term(eta_, L_, s2, t1, t2, z))
-        A = np.where(never_mixes, np.inf, f.gossip_coefficient(t1, t2, z))
-        B = np.where(
-            never_mixes & (a["beta_var"] > 0),
-            np.inf,
-            np.nan_to_num(f.variance_coefficient(t1, t2, z, a["beta_var"]), nan=0.0),
-        )
-        lhs = eta_ * L_ + (eta_ * L_) ** 2 * A
-        b_general = 1.0 + a["beta_var"] / N_
-        general = eta_ * L_ * b_general + (eta_ * L_) ** 2 * (A + B)
-        lemma1 = f.lemma1_condition_lhs(eta_, L_, N_, a["beta_var"])
-        e_max = f.eta_max_from_quadratic(A, 1.0, L_)
-        e_max_general = f.eta_max_from_quadratic(A + B, b_general, L_)
-    tau = t1 + t2
-    rounds = np.floor(a["T"] / tau)
-    tail = a["T"] - rounds * tau
-    out = {
-        "bound": sync + drift,
-        "sync_sgd_term": sync,
-        "local_drift_term": drift,
-        "limit_T_inf": eta_ * L_ * s2 / N_ + drift,
-        "eta_condition_lhs": lhs,
-        "eta_condition_ok": lhs <= 1.0,
-        "eta_max": e_max,
-        "general_condition_lhs": general,
-        "general_condition_ok": general <= 1.0,
-        "general_eta_max": e_max_general,
-        "lemma1_lhs": lemma1,
-        "lemma1_ok": lemma1 <= 1.0,
-        "rounds": rounds.astype(np.int64),
-        "tail_steps": tail.astype(np.int64),
-    }
+        lhs = mixing(f.eta_condition_lhs(eta_, L_, t1, t2, z))
+        general = mixing(f.general_eta_condition_lhs(eta_, L_, N_, t1, t2, z, bv))
+        lemma1 = f.lemma1_condition_lhs(eta_, L_, N_, bv)
+        out = {
+            "bound": mixing(f.upper_bound(eta_, L_, s2, N_, t1, t2, z, T_, gap_)),
+            "sync_sgd_term": f.sync_sgd_term(eta_, L_, s2, N_, T_, gap_),
+            "local_drift_term": mixing(f.local_drift_term(eta_, L_, s2, t1, t2, z)),
+            "limit_T_inf": mixing(f.limit_T_inf(eta_, L_, s2, N_, t1, t2, z)),
+            "eta_condition_lhs": lhs,
+            "eta_condition_ok": lhs <= 1.0,
+            "eta_max": mixing(f.eta_max(L_, t1, t2, z), 0.0),
+            "general_condition_lhs": general,
+            "general_condition_ok": general <= 1.0,
+            "general_eta_max": mixing(f.general_eta_max(L_, N_, t1, t2, z, bv), 0.0),
+            "lemma1_lhs": lemma1,
+            "lemma1_ok": lemma1 <= 1.0,
+        }
+    rounds = np.floor(T_ / (t1 + t2))
+    tail = T_ - rounds * (t1 + t2)
+    out["rounds"] = rounds.astype(np.int64)
+    out["tail_steps"] = tail.astype(np.int64)
     out = {k: _scalar(np.asarray(v)) for k, v in out.items()}
-    inputs = {
-        "L": L,
-        "sigma2": sigma2,
-        "N": N,
-        "eta": eta,
-        "tau1": tau1,
-        "tau2": tau2,
-        "zeta": zeta,
-        "T": T,
-        "gap": gap,
-        "beta_var": beta_var,
-    }
-    message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_, e_max, tail, t1)
+    message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
+                       np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     return DFLBound(**out, message=message, inputs=inputs)
 
 

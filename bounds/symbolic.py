@@ -60,12 +60,8 @@ _BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
     "eta_condition_lhs": lambda: f.eta_condition_lhs(eta, L, tau1, tau2, zeta),
     "general_eta_condition_lhs": lambda: f.general_eta_condition_lhs(eta, L, N, tau1, tau2, zeta, beta_var),
     "lemma1_condition_lhs": lambda: f.lemma1_condition_lhs(eta, L, N, beta_var),
-    "eta_max": lambda: f.eta_max_from_quadratic(f.gossip_coefficient(tau1, tau2, zeta), 1, L),
-    "general_eta_max": lambda: f.eta_max_from_quadratic(
-        f.gossip_coefficient(tau1, tau2, zeta) + f.variance_coefficient(tau1, tau2, zeta, beta_var),
-        1 + beta_var / N,
-        L,
-    ),
+    "eta_max": lambda: f.eta_max(L, tau1, tau2, zeta),
+    "general_eta_max": lambda: f.general_eta_max(L, N, tau1, tau2, zeta, beta_var),
 }
 EXPRESSIONS = tuple(_BUILDERS)
 

@@ -99,30 +99,9 @@ def test_eta_max_is_the_root_of_the_condition(tau1: int, tau2: int, zeta: float,
 
     root = brentq(lhs, 1e-15, 1 / L, xtol=1e-18, rtol=1e-14)
     assert top == pytest.approx(root, rel=1e-10)
-    ok = dfl_bound(
-        **{
-            **BASE,
-            "L": L,
-            "N": N,
-            "tau1": tau1,
-            "tau2": tau2,
-            "zeta": zeta,
-            "beta_var": beta_var,
-            "eta": top * (1 - 1e-9),
-        }
-    )
-    bad = dfl_bound(
-        **{
-            **BASE,
-            "L": L,
-            "N": N,
-            "tau1": tau1,
-            "tau2": tau2,
-            "zeta": zeta,
-            "beta_var": beta_var,
-            "eta": top * (1 + 1e-9),
-        }
-    )
+    point = {**BASE, "L": L, "N": N, "tau1": tau1, "tau2": tau2, "zeta": zeta, "beta_var": beta_var}
+    ok = dfl_bound(**{**point, "eta": top * (1 - 1e-9)})
+    bad = dfl_bound(**{**point, "eta": top * (1 + 1e-9)})
     assert ok.general_condition_ok and not bad.general_condition_ok
     assert ok.lemma1_ok  # the general condition implies Lemma 1's
     if beta_var == 0:
