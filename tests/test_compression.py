@@ -1,0 +1,112 @@
+"""Assumption 2 for each operator of Section V: exactly where possible, by Monte Carlo for the samplers."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from bounds import InputError
+from bounds.compression import QSGD, Gossip, Identity, RandK, TopK, make_compressor
+
+finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+vectors = st.integers(1, 64).flatmap(lambda d: arrays(np.float64, d, elements=finite))
+
+
+def operators(d: int) -> list:
+    ks = sorted({1, max(1, d // 3), d})
+    return [
+        Identity(),
+        *[RandK(k) for k in ks],
+        *[TopK(k) for k in ks],
+        Gossip(0.3),
+        Gossip(1.0),
+        *[QSGD(s) for s in (1, 2, 16)],
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(x=vectors)
+def test_assumption2_holds_exactly_for_every_operator(x: np.ndarray) -> None:
+    """E||Q(x) - x||^2 <= (1 - delta) ||x||^2, the left side computed exactly (no sampling)."""
+    norm2 = float(x @ x)
+    for q in operators(x.size):
+        assert q.expected_error(x) <= (1 - q.delta(x.size)) * norm2 * (1 + 1e-12) + 1e-12, q
+
+
+@pytest.mark.parametrize("d", [1, 3, 5])
+def test_rand_k_expectation_by_enumerating_all_subsets(d: int) -> None:
+    x = np.arange(1.0, d + 1) ** 1.5
+    for k in range(1, d + 1):
+        subsets = list(itertools.combinations(range(d), k))
+        brute = np.mean([np.sum(np.delete(x, list(s)) ** 2) for s in subsets])
+        assert RandK(k).expected_error(x) == pytest.approx(brute, rel=1e-12)
+
+
+def test_qsgd_expectation_by_enumerating_all_roundings() -> None:
+    x = np.array([0.3, -1.2, 2.5, 0.0])
+    q = QSGD(3)
+    low, frac, norm = q._levels(x)
+    unit = norm / (q.s * q.c(x.size))
+    brute = 0.0
+    for up in itertools.product([0, 1], repeat=x.size):
+        prob = np.prod([f if u else 1 - f for f, u in zip(frac, up, strict=True)])
+        value = np.sign(x) * unit * (low + np.array(up))
+        brute += prob * np.sum((value - x) ** 2)
+    assert q.expected_error(x) == pytest.approx(brute, rel=1e-12)
+
+
+def test_qsgd_before_rescaling_is_unbiased_with_variance_factor_c() -> None:
+    """The paper's c: E Q = x and E||Q||^2 <= c ||x||^2 for the unscaled quantizer (Monte Carlo)."""
+    rng = np.random.default_rng(0)
+    for d, s in [(10, 1), (100, 4), (1000, 2)]:
+        x = rng.normal(size=d)
+        q = QSGD(s)
+        draws = np.array([q(x, rng) for _ in range(4000)]) * q.c(d)  # undo the 1/c
+        assert np.abs(draws.mean(axis=0) - x).max() < 6 * draws.std(axis=0).max() / math.sqrt(4000) + 1e-12
+        assert (draws**2).sum(axis=1).mean() <= q.c(d) * (x @ x) * 1.02
+
+
+@pytest.mark.parametrize("q", [RandK(3), Gossip(0.4), QSGD(2), TopK(3), Identity()])
+def test_samplers_match_their_exact_expectation(q) -> None:
+    """Monte Carlo mean of ||Q(x) - x||^2 within 5 standard errors of the exact expectation."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=12)
+    errors = np.array([np.sum((q(x, rng) - x) ** 2) for _ in range(20_000)])
+    se = errors.std(ddof=1) / math.sqrt(errors.size)
+    assert abs(errors.mean() - q.expected_error(x)) <= 5 * se + 1e-12
+    assert errors.mean() <= (1 - q.delta(x.size)) * (x @ x) + 5 * se + 1e-12
+
+
+def test_deltas_and_bits() -> None:
+    assert TopK(10).delta(100) == 0.1 == RandK(10).delta(100)
+    assert QSGD(4).delta(100) == pytest.approx(1 / (1 + min(100 / 16, 10 / 4)))
+    assert Gossip(0.6).delta(7) == 0.6 and Identity().delta(7) == 1
+    assert Identity().bits(100) == 3200
+    assert TopK(10).bits(100) == 10 * (32 + 7)
+    assert RandK(10).bits(100) == 10 * 32 + 32
+    assert Gossip(0.5).bits(100) == 1 + 1600
+    assert QSGD(4).bits(100) == 32 + 100 * (1 + 3)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: TopK(0), r"k = 0 is not a positive integer"),
+        (lambda: TopK(11).delta(10), r"k = 11 exceeds the dimension d = 10"),
+        (lambda: Gossip(0.0), r"p = 0.0 is out of range \(expected 0 < p <= 1\)"),
+        (lambda: QSGD(0), r"s = 0 is not a positive integer"),
+        (lambda: make_compressor("zip", 3), r"unknown compressor 'zip'"),
+        (lambda: make_compressor("top_k"), r"needs its parameter k"),
+        (lambda: make_compressor("rand_k", 2.5), r"k = 2.5 is not a whole number"),
+        (lambda: RandK(2)(np.array([1.0, np.nan]), np.random.default_rng()), r"NaN or infinite"),
+    ],
+)
+def test_bad_parameters(build, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        build()
