@@ -5,6 +5,9 @@ Sub-commands::
     dfl-bounds topology NAME --nodes N [--weights RULE] [--json]
     dfl-bounds dfl --L --sigma2 --nodes --eta --tau1 --tau2 (--zeta Z | --topology NAME)
                    --T --gap [--beta-var B] [--weights RULE] [--json]
+    dfl-bounds optimize --L --sigma2 --nodes --gap (--zeta Z | --topology NAME) --t-comp
+                   (--t-comm S | --latency S --bandwidth B --dim D) [--budget-seconds S]
+                   [--max-local-steps N] [--max-gossip-steps N] [--max-tau1 --max-tau2] [--json]
     dfl-bounds expr NAME [--latex]
     dfl-bounds bench [--quick] [--json]
 
@@ -25,6 +28,7 @@ from typing import Any, NoReturn
 from bounds import symbolic
 from bounds._checks import InputError
 from bounds.mixing import RULES, Matrix, load_matrix, mixing_matrix
+from bounds.optimize import BOUNDS, CostModel, optimize_dfl
 from bounds.proposition1 import dfl_bound
 from bounds.spectral import SpectralSummary, spectral_summary
 from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
@@ -67,15 +71,7 @@ def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if args.topology is not None:
-        args.name = args.topology
-        summary, _ = _spectrum(args)
-        if summary.nodes != args.nodes:
-            raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {summary.nodes} nodes")
-        zeta = summary.zeta
-        out.update(topology=args.topology, weights=args.weights, beta_mix=summary.beta_mix)
-    else:
-        zeta = args.zeta
+    zeta = _zeta_of(args, out)
     result = dfl_bound(
         L=args.L,
         sigma2=args.sigma2,
@@ -91,6 +87,46 @@ def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
     out["zeta"] = zeta
     out.update(result.to_dict())
     out.pop("inputs")
+    return out
+
+
+def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
+    """zeta from --zeta, or from --topology (recording the topology in ``out``)."""
+    if args.topology is None:
+        return args.zeta
+    args.name = args.topology
+    summary, _ = _spectrum(args)
+    if summary.nodes != args.nodes:
+        raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {summary.nodes} nodes")
+    out.update(topology=args.topology, weights=args.weights, beta_mix=summary.beta_mix)
+    return summary.zeta
+
+
+def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
+    if args.compressor is not None:
+        raise InputError(
+            f"--compressor {args.compressor}: Proposition 1 assumes exact gossip, so compression would only "
+            "change the cost, not the bound; C-DFL's bound (Lemma 13) is not in the optimiser yet"
+        )
+    if args.t_comm is not None:
+        cost = CostModel(args.t_comp, args.t_comm)
+    elif None not in (args.latency, args.bandwidth, args.dim):
+        cost = CostModel.from_network(
+            args.t_comp, latency=args.latency, bandwidth=args.bandwidth, dim=args.dim
+        )
+    else:
+        raise InputError(
+            "the gossip cost is missing (expected --t-comm, or --latency, --bandwidth and --dim)"
+        )
+    out: dict[str, Any] = {}
+    zeta = _zeta_of(args, out)
+    result = optimize_dfl(
+        L=args.L, sigma2=args.sigma2, N=args.nodes, gap=args.gap, zeta=zeta, cost=cost,
+        budget_seconds=args.budget_seconds, max_local_steps=args.max_local_steps,
+        max_gossip_steps=args.max_gossip_steps, max_tau1=args.max_tau1, max_tau2=args.max_tau2,
+        bound=args.bound,
+    )  # fmt: skip
+    out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=args.bound, **result.to_dict())
     return out
 
 
@@ -148,6 +184,33 @@ def _build_parser() -> _Parser:
     dfl.add_argument("--json", action="store_true", help="print one JSON object")
     dfl.set_defaults(run=_cmd_dfl)
 
+    opt = sub.add_parser("optimize", help="best (tau1, tau2, eta) under a time or step budget")
+    for flag, kind, text in [
+        ("--L", float, "smoothness constant L"),
+        ("--sigma2", float, "gradient-noise variance sigma^2"),
+        ("--nodes", int, "number of nodes N"),
+        ("--gap", float, "F(u_1) - F_inf"),
+        ("--t-comp", float, "seconds per local step"),
+    ]:
+        opt.add_argument(flag, type=kind, required=True, help=text)
+    which = opt.add_mutually_exclusive_group(required=True)
+    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
+    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    opt.add_argument("--t-comm", type=float, help="seconds per gossip step")
+    opt.add_argument("--latency", type=float, help="seconds of latency per gossip step")
+    opt.add_argument("--bandwidth", type=float, help="bits per second")
+    opt.add_argument("--dim", type=int, help="model dimension d (float32 messages of 32 d bits)")
+    opt.add_argument("--compressor", help="compression operator (not with Proposition 1, see the error)")
+    opt.add_argument("--budget-seconds", type=float, help="wall-clock budget in seconds")
+    opt.add_argument("--max-local-steps", type=int, help="cap on local steps")
+    opt.add_argument("--max-gossip-steps", type=int, help="cap on gossip steps")
+    opt.add_argument("--max-tau1", type=int, default=50, help="largest tau1 tried (default 50)")
+    opt.add_argument("--max-tau2", type=int, default=50, help="largest tau2 tried (default 50)")
+    opt.add_argument("--bound", choices=BOUNDS, default="proposition1", help="which bound to minimise")
+    add_topology_options(opt)
+    opt.add_argument("--json", action="store_true", help="print one JSON object")
+    opt.set_defaults(run=_cmd_optimize)
+
     bench = sub.add_parser("bench", help="time zeta on large graphs and bound grids")
     bench.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
@@ -162,7 +225,16 @@ def _build_parser() -> _Parser:
 
 def _table(out: dict[str, Any]) -> str:
     width = max(len(k) for k in out)
-    return "\n".join(f"{k:>{width}} : {_text(v)}" for k, v in out.items())
+    lines = []
+    for key, value in out.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            lines.append(f"{key:>{width}} :")
+            lines.extend(
+                " " * (width + 3) + ", ".join(f"{k}={_text(v)}" for k, v in row.items()) for row in value
+            )
+        else:
+            lines.append(f"{key:>{width}} : {_text(value)}")
+    return "\n".join(lines)
 
 
 def _text(value: Any) -> str:

@@ -188,10 +188,15 @@ def dfl_bound(
             "limit_T_inf": mixing(f.limit_T_inf(eta_, L_, s2, N_, t1, t2, z)),
             "eta_condition_lhs": lhs,
             "eta_condition_ok": lhs <= 1.0,
-            "eta_max": mixing(f.eta_max(L_, t1, t2, z), 0.0),
+            "eta_max": _admissible(
+                mixing(f.eta_max(L_, t1, t2, z), 0.0), lambda e: f.eta_condition_lhs(e, L_, t1, t2, z)
+            ),
             "general_condition_lhs": general,
             "general_condition_ok": general <= 1.0,
-            "general_eta_max": mixing(f.general_eta_max(L_, N_, t1, t2, z, bv), 0.0),
+            "general_eta_max": _admissible(
+                mixing(f.general_eta_max(L_, N_, t1, t2, z, bv), 0.0),
+                lambda e: f.general_eta_condition_lhs(e, L_, N_, t1, t2, z, bv),
+            ),
             "lemma1_lhs": lemma1,
             "lemma1_ok": lemma1 <= 1.0,
         }
@@ -203,6 +208,20 @@ def dfl_bound(
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     return DFLBound(**out, message=message, inputs=inputs)
+
+
+def _admissible(e_max: np.ndarray, lhs: Any) -> np.ndarray:
+    """The closed-form root, nudged down by ulps where rounding put its condition just above 1.
+
+    So that ``eta = eta_max`` always passes the condition as evaluated in floating point.
+    """
+    e_max = np.asarray(e_max, dtype=np.float64)
+    for _ in range(8):
+        over = (e_max > 0) & (np.asarray(lhs(e_max)) > 1.0)
+        if not over.any():
+            break
+        e_max = np.where(over, np.nextafter(np.nextafter(e_max, 0), 0), e_max)
+    return e_max
 
 
 def _message(

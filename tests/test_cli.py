@@ -127,3 +127,82 @@ def test_module_entry_point() -> None:
         check=True,
     )
     assert json.loads(proc.stdout)["nodes"] == 10
+
+
+OPT = [
+    "optimize",
+    "--L",
+    "1",
+    "--sigma2",
+    "1",
+    "--nodes",
+    "10",
+    "--gap",
+    "1",
+    "--t-comp",
+    "1",
+    "--max-tau1",
+    "10",
+    "--max-tau2",
+    "10",
+]
+
+
+def test_optimize_json_keys_and_agreement_with_python(capsys) -> None:
+    from bounds.optimize import CostModel, optimize_dfl
+
+    code, out, _ = run(
+        capsys, *OPT, "--zeta", "0.87", "--t-comm", "0.5", "--budget-seconds", "1000", "--json"
+    )
+    data = json.loads(out)
+    assert code == 0 and {"tau1", "tau2", "eta", "bound", "rounds", "time"} <= data.keys()
+    r = optimize_dfl(
+        L=1,
+        sigma2=1,
+        N=10,
+        gap=1,
+        zeta=0.87,
+        cost=CostModel(1, 0.5),
+        budget_seconds=1000,
+        max_tau1=10,
+        max_tau2=10,
+    )
+    assert (data["tau1"], data["tau2"], data["rounds"]) == (r.tau1, r.tau2, r.rounds)
+    assert data["bound"] == pytest.approx(r.bound)
+
+
+def test_optimize_with_network_cost_and_topology(capsys) -> None:
+    code, out, _ = run(
+        capsys,
+        *OPT,
+        "--topology",
+        "ring",
+        "--latency",
+        "0.01",
+        "--bandwidth",
+        "1e6",
+        "--dim",
+        "10000",
+        "--max-local-steps",
+        "500",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["t_comm"] == pytest.approx(0.01 + 0.32) and data["rounds"] * data["tau1"] <= 500
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--zeta", "0.87", "--t-comm", "0.5", "--budget-seconds", "1"], "the budget fits no round"),
+        (["--zeta", "0.87", "--budget-seconds", "10"], "the gossip cost is missing"),
+        (["--zeta", "0.87", "--t-comm", "0.5"], "no budget given"),
+        (
+            ["--zeta", "0.87", "--t-comm", "0.5", "--budget-seconds", "10", "--compressor", "top_k"],
+            "Proposition 1 assumes exact gossip",
+        ),
+    ],
+)
+def test_optimize_errors(capsys, extra: list[str], fragment: str) -> None:
+    code, _, err = run(capsys, *OPT, *extra)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err

@@ -1,0 +1,215 @@
+"""The best (tau1, tau2, eta) under a compute / communication budget, for Proposition 1.
+
+Cost model: a local step costs ``t_comp`` seconds and a gossip step ``t_comm``
+seconds (or ``latency + bits / bandwidth`` for a float32 model of dimension
+``dim``). A round costs tau1 t_comp + tau2 t_comm; the budget (seconds, and/or
+caps on local and gossip steps) fits K whole rounds, so T = K (tau1 + tau2).
+
+For each (tau1, tau2) the bound of Proposition 1 is, as a function of eta,
+
+    f(eta) = 2 gap / (eta T) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 D,
+    D = tau1 / (1 - zeta^(2 tau2)) - 1            (``bound="proposition1"``)
+    D = tau1 / (1 - zeta^(2 tau2))                (``bound="corrected"``, see
+                                                   formulas.local_drift_term_corrected)
+
+f is convex on eta > 0, so the best admissible eta is the root of f' clipped to
+(0, eta_max], eta_max the largest eta satisfying (eta). The root is found by
+bisection on log(eta), vectorised over the whole grid, then the best cell wins.
+The answer is only as good as the bound: the choice of bound is a parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bounds import proposition1
+from bounds._checks import InputError, real_array
+
+__all__ = ["BOUNDS", "CostModel", "OptimizeResult", "optimize_dfl"]
+
+BOUNDS = ("proposition1", "corrected")
+_BISECTION_STEPS = 80
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds per local step and per gossip step.
+
+    Build with ``CostModel(t_comp, t_comm)`` or :meth:`from_network`.
+    """
+
+    t_comp: float
+    t_comm: float
+
+    def __post_init__(self) -> None:
+        real_array("t_comp", self.t_comp, low=0, low_open=True)
+        real_array("t_comm", self.t_comm, low=0, low_open=True)
+
+    @classmethod
+    def from_network(
+        cls, t_comp: float, *, latency: float, bandwidth: float, dim: int, bits: float | None = None
+    ) -> CostModel:
+        """t_comm = latency + message bits / bandwidth (bits/s); bits default to 32 dim (float32)."""
+        real_array("latency", latency, low=0)
+        real_array("bandwidth", bandwidth, low=0, low_open=True)
+        d = int(real_array("dim", dim, low=1, integer=True))
+        message = 32.0 * d if bits is None else float(real_array("bits", bits, low=0, low_open=True))
+        return cls(t_comp, latency + message / bandwidth)
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """The optimum, the runners-up and the whole grid (like scipy's OptimizeResult).
+
+    Attributes:
+        tau1, tau2, eta, bound, rounds, steps, time: the best cell (time in seconds).
+        eta_max: the step-size limit (eta) at the best cell.
+        runners_up: the next best cells, best first (list of dicts).
+        grid: every cell as a pandas DataFrame (``grid_frame()``), or the raw arrays.
+        success: whether any cell is feasible; message: why not, or notes.
+    """
+
+    tau1: int
+    tau2: int
+    eta: float
+    bound: float
+    rounds: int
+    steps: int
+    time: float
+    eta_max: float
+    runners_up: list[dict[str, Any]]
+    success: bool
+    message: str
+    grid: dict[str, np.ndarray] = field(repr=False)
+
+    def grid_frame(self) -> Any:
+        """The whole grid as a DataFrame, one row per (tau1, tau2)."""
+        import pandas as pd
+
+        return pd.DataFrame({k: v.ravel() for k, v in self.grid.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (no grid)."""
+        keys = ("tau1", "tau2", "eta", "bound", "rounds", "steps", "time", "eta_max", "success", "message")
+        return {**{k: getattr(self, k) for k in keys}, "runners_up": self.runners_up}
+
+
+def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) -> np.ndarray:
+    """argmin over 0 < eta <= eta_max of a / eta + b eta + c eta^2 (a > 0, b, c >= 0), vectorised."""
+    best = eta_max.copy()
+    slope_at_max = -a / eta_max**2 + b + 2 * c * eta_max
+    inside = (slope_at_max > 0) & (eta_max > 0)
+    if inside.any():
+        aa, bb, cc, top = a[inside], b[inside], c[inside], eta_max[inside]
+        low, high = np.log(top) - 80.0, np.log(top)
+        for _ in range(_BISECTION_STEPS):
+            mid = 0.5 * (low + high)
+            eta = np.exp(mid)
+            up = -aa / eta**2 + bb + 2 * cc * eta > 0
+            high = np.where(up, mid, high)
+            low = np.where(up, low, mid)
+        best[inside] = np.exp(0.5 * (low + high))
+    return best
+
+
+def optimize_dfl(
+    *,
+    L: float,
+    sigma2: float,
+    N: int,
+    gap: float,
+    zeta: float,
+    cost: CostModel,
+    budget_seconds: float | None = None,
+    max_local_steps: int | None = None,
+    max_gossip_steps: int | None = None,
+    max_tau1: int = 50,
+    max_tau2: int = 50,
+    bound: str = "proposition1",
+    runners_up: int = 5,
+) -> OptimizeResult:
+    """Minimise Proposition 1's bound over tau1 in 1..max_tau1, tau2 in 1..max_tau2 and eta.
+
+    Args:
+        L, sigma2, N, gap, zeta: the problem (as in :func:`bounds.dfl_bound`); gap > 0.
+        cost: seconds per local and per gossip step.
+        budget_seconds, max_local_steps, max_gossip_steps: the budget; at least one.
+        max_tau1, max_tau2: the grid.
+        bound: ``"proposition1"`` (as stated) or ``"corrected"`` (our corrected drift term).
+        runners_up: how many next-best cells to report.
+
+    Raises:
+        InputError: bad input, or a budget that fits no round at all.
+
+    >>> r = optimize_dfl(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5),
+    ...                  budget_seconds=10_000, max_tau1=20, max_tau2=20)
+    >>> (r.tau1, r.tau2, r.rounds)  # Proposition 1 rewards cheap gossip steps: they count in T
+    (1, 20, 909)
+    """
+    real_array("L", L, low=0, low_open=True)
+    real_array("sigma2", sigma2, low=0)
+    real_array("N", N, low=1, integer=True)
+    real_array("gap", gap, low=0, low_open=True)
+    z = float(real_array("zeta", zeta, low=0, high=1))
+    if bound not in BOUNDS:
+        raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
+    if budget_seconds is None and max_local_steps is None and max_gossip_steps is None:
+        raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
+    t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
+    t2_max = int(real_array("max_tau2", max_tau2, low=1, integer=True))
+    tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
+    rounds = np.full(tau1.shape, np.inf)
+    if budget_seconds is not None:
+        seconds = float(real_array("budget_seconds", budget_seconds, low=0, low_open=True))
+        rounds = np.minimum(rounds, np.floor(seconds / (tau1 * cost.t_comp + tau2 * cost.t_comm)))
+    if max_local_steps is not None:
+        rounds = np.minimum(rounds, np.floor(real_array("max_local_steps", max_local_steps, low=1) / tau1))
+    if max_gossip_steps is not None:
+        rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
+    feasible = rounds >= 1
+    if not feasible.any():
+        cheapest = cost.t_comp + cost.t_comm
+        raise InputError(
+            f"the budget fits no round: the cheapest round (tau1 = 1, tau2 = 1) takes {cheapest:g} s, "
+            "1 local and 1 gossip step (expected a budget of at least one round)"
+        )
+    steps = rounds * (tau1 + tau2)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
+        drift = tau1 / (1 - z ** (2 * tau2)) - (1.0 if bound == "proposition1" else 0.0)
+        a = np.where(feasible, 2 * gap / np.where(feasible, steps, 1.0), np.inf)
+        b = np.full(tau1.shape, L * sigma2 / N)
+        c = 2 * L**2 * sigma2 * drift
+        eta = np.where(feasible & (eta_max > 0), _best_eta(a, b, c, np.maximum(eta_max, 1e-300)), np.nan)
+        value = np.where(np.isfinite(eta), a / eta + b * eta + c * eta**2, np.inf)
+    grid = {
+        "tau1": tau1.astype(int),
+        "tau2": tau2.astype(int),
+        "rounds": np.where(feasible, rounds, 0).astype(int),
+        "steps": np.where(feasible, steps, 0).astype(int),
+        "time": np.where(feasible, rounds * (tau1 * cost.t_comp + tau2 * cost.t_comm), 0.0),
+        "local_steps": np.where(feasible, rounds * tau1, 0).astype(int),
+        "gossip_steps": np.where(feasible, rounds * tau2, 0).astype(int),
+        "eta_max": eta_max,
+        "eta": eta,
+        "bound": value,
+    }
+    order = np.argsort(value, axis=None, kind="stable")
+    if not np.isfinite(value.flat[order[0]]):
+        raise InputError("no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)")
+    best, *rest = (np.unravel_index(i, value.shape) for i in order[: runners_up + 1])
+    cells = [{k: _plain(v[i]) for k, v in grid.items()} for i in rest if np.isfinite(value[i])]
+    at = {k: _plain(v[best]) for k, v in grid.items()}
+    message = "" if at["eta"] < at["eta_max"] else "the best eta is at eta_max: the step-size condition binds"
+    return OptimizeResult(
+        tau1=at["tau1"], tau2=at["tau2"], eta=at["eta"], bound=at["bound"], rounds=at["rounds"],
+        steps=at["steps"], time=at["time"], eta_max=at["eta_max"], runners_up=cells, success=True,
+        message=message, grid=grid,
+    )  # fmt: skip
+
+
+def _plain(x: Any) -> Any:
+    return np.asarray(x).item()

@@ -1,0 +1,120 @@
+"""The budget optimiser against brute force: every cell, every eta, scipy's scalar minimiser."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from bounds import InputError, dfl_bound, eta_max
+from bounds.optimize import CostModel, optimize_dfl
+
+PROBLEM = dict(L=2.0, sigma2=0.8, N=10, gap=5.0, zeta=0.87)
+
+
+def brute_force(cost: CostModel, budget: float, t1_max: int, t2_max: int) -> tuple[float, int, int, float]:
+    """Loop over (tau1, tau2); for each, the best eta in (0, eta_max] by bounded scalar minimisation."""
+    best = (math.inf, 0, 0, 0.0)
+    for tau1 in range(1, t1_max + 1):
+        for tau2 in range(1, t2_max + 1):
+            K = math.floor(budget / (tau1 * cost.t_comp + tau2 * cost.t_comm))
+            if K < 1:
+                continue
+            T = K * (tau1 + tau2)
+            top = eta_max(L=PROBLEM["L"], tau1=tau1, tau2=tau2, zeta=PROBLEM["zeta"])
+
+            def value(log_eta: float, tau1: int = tau1, tau2: int = tau2, T: int = T) -> float:
+                return dfl_bound(eta=math.exp(log_eta), tau1=tau1, tau2=tau2, T=T, **PROBLEM).bound
+
+            res = minimize_scalar(
+                value, bounds=(math.log(top) - 30, math.log(top)), method="bounded", options={"xatol": 1e-10}
+            )
+            candidates = [(res.fun, math.exp(res.x)), (value(math.log(top)), top)]
+            v, eta = min(candidates)
+            if v < best[0]:
+                best = (v, tau1, tau2, eta)
+    return best
+
+
+@pytest.mark.parametrize(
+    ("t_comp", "t_comm", "budget"), [(1.0, 0.5, 2000.0), (0.2, 3.0, 500.0), (1.0, 1.0, 40.0)]
+)
+def test_optimum_equals_brute_force(t_comp: float, t_comm: float, budget: float) -> None:
+    cost = CostModel(t_comp, t_comm)
+    r = optimize_dfl(**PROBLEM, cost=cost, budget_seconds=budget, max_tau1=12, max_tau2=12)
+    value, tau1, tau2, eta = brute_force(cost, budget, 12, 12)
+    assert (r.tau1, r.tau2) == (tau1, tau2)
+    assert r.bound == pytest.approx(value, rel=1e-7)
+    assert r.eta == pytest.approx(eta, rel=1e-4)
+    check = dfl_bound(eta=r.eta, tau1=r.tau1, tau2=r.tau2, T=r.steps, **PROBLEM)
+    assert check.bound == pytest.approx(r.bound, rel=1e-12) and check.eta_condition_ok
+    assert r.time <= budget and r.rounds == math.floor(budget / (tau1 * t_comp + tau2 * t_comm))
+
+
+def test_grid_frame_and_runners_up() -> None:
+    r = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=6)
+    frame = r.grid_frame()
+    assert len(frame) == 48 and {"tau1", "tau2", "eta", "bound", "rounds", "time"} <= set(frame.columns)
+    assert frame["bound"].min() == pytest.approx(r.bound)
+    bounds_in_order = [r.bound] + [c["bound"] for c in r.runners_up]
+    assert bounds_in_order == sorted(bounds_in_order) and len(r.runners_up) == 5
+    assert r.to_dict()["tau1"] == r.tau1
+
+
+def test_step_caps_instead_of_seconds() -> None:
+    r = optimize_dfl(
+        **PROBLEM,
+        cost=CostModel(1.0, 1.0),
+        max_local_steps=100,
+        max_gossip_steps=60,
+        max_tau1=10,
+        max_tau2=10,
+    )
+    assert r.rounds * r.tau1 <= 100 and r.rounds * r.tau2 <= 60
+    frame = r.grid_frame()
+    assert (frame["local_steps"] <= 100).all() and (frame["gossip_steps"] <= 60).all()
+
+
+def test_network_cost_model() -> None:
+    cost = CostModel.from_network(0.01, latency=0.002, bandwidth=1e8, dim=1_000_000)
+    assert cost.t_comm == pytest.approx(0.002 + 32e6 / 1e8)
+
+
+def test_corrected_bound_is_selectable_and_never_smaller() -> None:
+    a = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8)
+    b = optimize_dfl(
+        **PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8, bound="corrected"
+    )
+    assert b.bound >= a.bound
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"budget_seconds": 1.0},
+            r"the budget fits no round: the cheapest round \(tau1 = 1, tau2 = 1\) takes 1.5 s",
+        ),
+        ({}, r"no budget given"),
+        ({"budget_seconds": 100, "bound": "cooperative"}, r"unknown bound 'cooperative'"),
+        ({"budget_seconds": -5}, r"budget_seconds = -5 is out of range"),
+        ({"budget_seconds": 100, "max_tau1": 0}, r"max_tau1 = 0 is out of range"),
+    ],
+)
+def test_bad_input(kwargs: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), **kwargs)
+    with pytest.raises(InputError, match=r"t_comm = 0 is out of range"):
+        CostModel(1.0, 0.0)
+
+
+def test_disconnected_graph_has_no_finite_bound() -> None:
+    with pytest.raises(InputError, match=r"zeta = 1"):
+        optimize_dfl(**{**PROBLEM, "zeta": 1.0}, cost=CostModel(1.0, 0.5), budget_seconds=100)
+
+
+def test_large_grid_shape() -> None:
+    r = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1e6, max_tau1=500, max_tau2=500)
+    assert r.grid["bound"].shape == (500, 500) and np.isfinite(r.bound)
