@@ -1,4 +1,4 @@
-"""Timings of the spectral solvers and of vectorised bound grids (``dfl-bounds bench``).
+"""Timings of the spectral solvers, bound grids and the optimiser (``dfl-bounds bench``).
 
 Measured in one run on this machine; the numbers are wall-clock seconds, best of
 ``repeats``. Nothing here is asserted: speed is reported, not tested.
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from bounds.mixing import mixing_matrix
+from bounds.optimize import CostModel, optimize_dfl
 from bounds.proposition1 import bound_grid, dfl_bound
 from bounds.spectral import spectral_summary, zeta
 from bounds.topologies import make_graph
@@ -60,4 +61,10 @@ def run_benchmarks(quick: bool = False) -> dict[str, Any]:
     out["grid_points_per_second"] = round(side**3 / grid)
     out["scalar_calls_per_second"] = round(loop_points / loop)
     out["grid_speedup_per_point"] = round((side**3 / grid) / (loop_points / loop), 1)
+    cost = CostModel(1.0, 0.5)
+    out["optimize_500x500_seconds"] = round(
+        _best(lambda: optimize_dfl(L=1.0, sigma2=1.0, N=10, gap=1.0, zeta=0.87, cost=cost,
+                                   budget_seconds=1e5, max_tau1=500, max_tau2=500), repeats),
+        4,
+    )  # fmt: skip
     return out

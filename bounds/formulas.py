@@ -43,6 +43,7 @@ __all__ = [
     "limit_T_inf",
     "local_drift_term",
     "local_drift_term_corrected",
+    "quadratic_condition_lhs",
     "sqrt",
     "sync_sgd_term",
     "upper_bound",
@@ -106,9 +107,14 @@ def variance_coefficient(tau1: Any, tau2: Any, zeta: Any, beta_var: Any) -> Any:
     return 2 * beta_var * (tau1 + tau2) / (1 - zeta ** (2 * tau2))
 
 
+def quadratic_condition_lhs(x: Any, a: Any, b: Any) -> Any:
+    """b x + a x^2 with x = eta L: the shape of every step-size condition here (<= 1)."""
+    return b * x + a * x**2
+
+
 def eta_condition_lhs(eta: Any, L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """Left side of the step-size condition (eta) of Proposition 1: eta L + eta^2 L^2 A <= 1."""
-    return eta * L + (eta * L) ** 2 * gossip_coefficient(tau1, tau2, zeta)
+    return quadratic_condition_lhs(eta * L, gossip_coefficient(tau1, tau2, zeta), 1)
 
 
 def general_eta_condition_lhs(
@@ -119,9 +125,8 @@ def general_eta_condition_lhs(
     eta L (1 + beta_var / N) + 2 eta^2 L^2 beta_var tau / (1 - zeta^(2 tau2)) + eta^2 L^2 A <= 1.
     With beta_var = 0 it is the condition (eta) of Proposition 1.
     """
-    return eta * L * (1 + beta_var / N) + (eta * L) ** 2 * (
-        variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)
-    )
+    a = gossip_coefficient(tau1, tau2, zeta) + variance_coefficient(tau1, tau2, zeta, beta_var)
+    return quadratic_condition_lhs(eta * L, a, 1 + beta_var / N)
 
 
 def lemma1_condition_lhs(eta: Any, L: Any, N: Any, beta: Any) -> Any:

@@ -178,8 +178,12 @@ def dfl_bound(
         return np.where(never_mixes, fill, value)
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lhs = mixing(f.eta_condition_lhs(eta_, L_, t1, t2, z))
-        general = mixing(f.general_eta_condition_lhs(eta_, L_, N_, t1, t2, z, bv))
+        # the conditions are b x + a x^2 <= 1 in x = eta L: coefficients once, then lhs and roots
+        a = mixing(f.gossip_coefficient(t1, t2, z))
+        a_general = mixing(a + f.variance_coefficient(t1, t2, z, bv))
+        b_general = 1 + bv / N_
+        lhs = f.quadratic_condition_lhs(eta_ * L_, a, 1)
+        general = f.quadratic_condition_lhs(eta_ * L_, a_general, b_general)
         lemma1 = f.lemma1_condition_lhs(eta_, L_, N_, bv)
         out = {
             "bound": mixing(f.upper_bound(eta_, L_, s2, N_, t1, t2, z, T_, gap_)),
@@ -188,15 +192,10 @@ def dfl_bound(
             "limit_T_inf": mixing(f.limit_T_inf(eta_, L_, s2, N_, t1, t2, z)),
             "eta_condition_lhs": lhs,
             "eta_condition_ok": lhs <= 1.0,
-            "eta_max": _admissible(
-                mixing(f.eta_max(L_, t1, t2, z), 0.0), lambda e: f.eta_condition_lhs(e, L_, t1, t2, z)
-            ),
+            "eta_max": _admissible(a, 1, L_),
             "general_condition_lhs": general,
             "general_condition_ok": general <= 1.0,
-            "general_eta_max": _admissible(
-                mixing(f.general_eta_max(L_, N_, t1, t2, z, bv), 0.0),
-                lambda e: f.general_eta_condition_lhs(e, L_, N_, t1, t2, z, bv),
-            ),
+            "general_eta_max": _admissible(a_general, b_general, L_),
             "lemma1_lhs": lemma1,
             "lemma1_ok": lemma1 <= 1.0,
         }
@@ -210,14 +209,12 @@ def dfl_bound(
     return DFLBound(**out, message=message, inputs=inputs)
 
 
-def _admissible(e_max: np.ndarray, lhs: Any) -> np.ndarray:
-    """The closed-form root, nudged down by ulps where rounding put its condition just above 1.
-
-    So that ``eta = eta_max`` always passes the condition as evaluated in floating point.
-    """
-    e_max = np.asarray(e_max, dtype=np.float64)
+def _admissible(a: np.ndarray, b: Any, L: np.ndarray) -> np.ndarray:
+    """Largest eta with b (eta L) + a (eta L)^2 <= 1: the closed-form root, nudged down by ulps
+    where rounding put the condition just above 1, so that eta = eta_max always passes it."""
+    e_max = np.asarray(f.eta_max_from_quadratic(a, b, L), dtype=np.float64)
     for _ in range(8):
-        over = (e_max > 0) & (np.asarray(lhs(e_max)) > 1.0)
+        over = (e_max > 0) & (f.quadratic_condition_lhs(e_max * L, a, b) > 1.0)
         if not over.any():
             break
         e_max = np.where(over, np.nextafter(np.nextafter(e_max, 0), 0), e_max)
