@@ -1,0 +1,171 @@
+"""C-DFL theory (Section V, Appendix B) written once, as plain arithmetic.
+
+Like :mod:`bounds.formulas`, every function works on numbers, numpy arrays and
+sympy symbols. Notation: rho = 1 - zeta (spectral gap), delta the compression
+ratio (Assumption 2), beta_mix = ||I - C||_2, mu the strong-convexity
+constant, G2 = G^2 the bound on E||g||^2, sigma2_bar the mean of the
+per-node variances sigma_i^2, theta the free constant of Remark 10,
+a the shift of eta_k = 4 / (mu (a + k)), K the number of rounds.
+
+Where the paper leaves a constant implicit, :mod:`bounds.proposition2` makes
+the choice and documents it; these functions take every constant explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "D1",
+    "D2",
+    "D3",
+    "choco_gamma",
+    "choco_p",
+    "contraction",
+    "geometric_rounds",
+    "lemma10_consensus_bound",
+    "lemma11_phi_bound",
+    "lemma13_bound",
+    "lemma13_largest_eta",
+    "lemma13_step_condition_lhs",
+    "proposition2_order_terms",
+    "weight_sum",
+]
+
+
+def choco_p(rho: Any, delta: Any) -> Any:
+    """Lemma 9 (CHOCO-G): per-step contraction p = rho^2 delta / 82."""
+    return rho**2 * delta / 82
+
+
+def choco_gamma(rho: Any, delta: Any, beta_mix: Any) -> Any:
+    """Lemma 9 / Proposition 2: consensus step size of CHOCO-G.
+
+    gamma = rho^2 delta / (16 rho + rho^2 + 4 beta^2 + 2 rho beta^2 - 8 rho delta).
+    """
+    return rho**2 * delta / (16 * rho + rho**2 + 4 * beta_mix**2 + 2 * rho * beta_mix**2 - 8 * rho * delta)
+
+
+def contraction(p: Any, theta: Any, tau2: Any) -> Any:
+    """A = (1 + theta)(1 - p)^tau2: per-round growth factor of Lemma 10's recursion (< 1 iff theta small)."""
+    return (1 + theta) * (1 - p) ** tau2
+
+
+def geometric_rounds(A: Any, k: Any) -> Any:
+    """(A^k - 1) / (A - 1) = sum_{i=0}^{k-1} A^i, the factor [A^k - 1] / (A - 1) of Lemmas 10, 11, 13."""
+    return (A**k - 1) / (A - 1)
+
+
+def lemma10_consensus_bound(
+    eta_k: Any, tau1: Any, N: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any
+) -> Any:
+    """Lemma 10: ||X^(k) - Xbar^(k)||_F^2 bound.
+
+    2 (1 + 1/theta) eta_k^2 tau1^2 N G^2 (1-p)^tau2 (A^k - 1)/(A - 1).
+    """
+    A = contraction(p, theta, tau2)
+    return 2 * (1 + 1 / theta) * eta_k**2 * tau1**2 * N * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+
+
+def lemma11_phi_bound(eta_k: Any, j: Any, N: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
+    """Lemma 11 (eqs. (119), (120)): Phi_{k,j} bound; j = tau1 gives Phi_k.
+
+    4 (1 + 1/theta) eta_k^2 j^3 N G^2 (1-p)^tau2 (A^k - 1)/(A - 1) + eta_k^2 N G^2 (j-1)(2j-1) j / 3.
+    """
+    A = contraction(p, theta, tau2)
+    return (
+        4 * (1 + 1 / theta) * eta_k**2 * j**3 * N * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+        + eta_k**2 * N * G2 * (j - 1) * (2 * j - 1) * j / 3
+    )
+
+
+def weight_sum(a: Any, K: Any) -> Any:
+    """Lemma 12: S_K = sum_{k=0}^{K-1} (a + k)^2 = K/6 (2K^2 + 6aK - 3K + 6a^2 - 6a + 1)."""
+    return K / 6 * (2 * K**2 + 6 * a * K - 3 * K + 6 * a**2 - 6 * a + 1)
+
+
+def D1(L: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
+    """Lemma 13's D1 = 2(1+1/theta) L tau1^2 G^2 (1-p)^tau2 (A^k-1)/(A-1) + L tau1^2 G^2 / 3."""
+    A = contraction(p, theta, tau2)
+    return (
+        2 * (1 + 1 / theta) * L * tau1**2 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+        + L * tau1**2 * G2 / 3
+    )
+
+
+def D2(L: Any, mu: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
+    """Lemma 13's D2 = 8(1+1/theta)(L+mu) tau1 G^2 (1-p)^tau2 (A^k-1)/(A-1) + 4/3 (L+mu) tau1 G^2."""
+    A = contraction(p, theta, tau2)
+    return 8 * (1 + 1 / theta) * (L + mu) * tau1 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k) + (
+        4 * (L + mu) * tau1 * G2 / 3
+    )
+
+
+def D3(L: Any, mu: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
+    """Lemma 13's D3 = (1+1/theta)(L+mu) tau1^4 G^2 (1-p)^tau2 (A^k-1) / (6(A-1)) + (L+mu) tau1^4 G^2 / 36."""
+    A = contraction(p, theta, tau2)
+    return (1 + 1 / theta) * (L + mu) * tau1**4 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k) / 6 + (
+        (L + mu) * tau1**4 * G2 / 36
+    )
+
+
+def lemma13_bound(
+    L: Any,
+    mu: Any,
+    sigma2_bar: Any,
+    N: Any,
+    tau1: Any,
+    K: Any,
+    a: Any,
+    init_dist2: Any,
+    d1: Any,
+    d2: Any,
+    d3: Any,
+) -> tuple[Any, Any, Any]:
+    """Lemma 13's three terms: initial, noise and higher-order (sum them for the bound on F(w_avg) - F*).
+
+    mu tau1 a^3 ||u0 - u*||^2 / (8 S_K),  4 K (K + 2a) tau1 sigma_bar^2 / (mu S_K N),
+    64 K / (mu^2 S_K) ((L + mu) sigma_bar^2 tau1 / (3N) + D1 + D2 + D3).
+    """
+    S = weight_sum(a, K)
+    initial = mu * tau1 * a**3 * init_dist2 / (8 * S)
+    noise = 4 * K * (K + 2 * a) / (mu * S) * tau1 * sigma2_bar / N
+    higher = 64 * K / (mu**2 * S) * ((L + mu) * sigma2_bar * tau1 / (3 * N) + d1 + d2 + d3)
+    return initial, noise, higher
+
+
+def lemma13_step_condition_lhs(L: Any, mu: Any, tau1: Any, eta: Any, alpha: Any) -> Any:
+    """Lemma 13's condition, divided by eta_k > 0 and moved to one side (must be <= 0).
+
+    4 L eta alpha - 2 tau1 + 8/3 (L + mu) eta^2 L alpha tau1^3 + 1 <= 0, as printed
+    (note: (121) has 4 eta^2 L tau1^2 alpha where Lemma 13 prints 4 L eta^2 alpha).
+    """
+    return 4 * L * eta * alpha - 2 * tau1 + 8 * (L + mu) * eta**2 * L * alpha * tau1**3 / 3 + 1
+
+
+def lemma13_largest_eta(L: Any, mu: Any, tau1: Any, alpha: Any) -> Any:
+    """Largest eta with :func:`lemma13_step_condition_lhs` <= 0 (positive root of the quadratic in eta).
+
+    4 L alpha eta + 8/3 (L + mu) L alpha tau1^3 eta^2 <= 2 tau1 - 1, i.e. b eta + c eta^2 <= 1
+    with b = 4 L alpha / (2 tau1 - 1), c = 8 (L + mu) L alpha tau1^3 / (3 (2 tau1 - 1)).
+    """
+    from bounds.formulas import sqrt
+
+    b = 4 * L * alpha / (2 * tau1 - 1)
+    c = 8 * (L + mu) * L * alpha * tau1**3 / (3 * (2 * tau1 - 1))
+    return 2 / (b + sqrt(b**2 + 4 * c))
+
+
+def proposition2_order_terms(
+    L: Any, mu: Any, sigma2_bar: Any, G2: Any, N: Any, tau1: Any, tau2: Any, K: Any, p: Any, theta: Any
+) -> tuple[Any, Any, Any]:
+    """The three O(.) terms of Proposition 2 with every hidden constant set to 1 (order of magnitude only).
+
+    tau1 sigma_bar^2 / (mu K N),  kappa tau1^4 G^2 (1-p)^tau2 / (mu K^2 [1 - (1+theta)(1-p)^tau2]),
+    kappa^3 G^2 tau1 / (K^3 mu), kappa = L / mu.
+    """
+    kappa = L / mu
+    first = tau1 * sigma2_bar / (mu * K * N)
+    second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * (1 - contraction(p, theta, tau2)))
+    third = kappa**3 * G2 * tau1 / (K**3 * mu)
+    return first, second, third

@@ -1,0 +1,207 @@
+"""Proposition 2 (convergence of C-DFL) as numbers: Lemma 13's explicit bound, its terms and conditions.
+
+:func:`cdfl_bound` evaluates Lemma 13 (the explicit form behind Proposition 2)
+with D1, D2, D3 as named terms, the CHOCO-G constants p and gamma of Lemma 9,
+and every condition the lemma needs, each reported separately. Proposition 2's
+three O(.) terms are returned apart, as ``order_terms``, with all hidden
+constants set to 1: an order of magnitude, not a bound.
+
+Choices where the paper leaves a constant implicit (each can be overridden):
+
+* ``theta``: any theta in (0, p / (1 - p)) is allowed; default p / (2 (1 - p)),
+  the middle of the interval.
+* ``a`` (eta_k = 4 / (mu (a + k))): default the smallest a that meets every
+  condition: a >= 16 kappa (Lemma 13), a > 1 (Lemma 12), and eta_0 = 4 / (mu a)
+  small enough for Lemma 13's step-size inequality. Finding: a = 16 kappa alone does
+  not satisfy that inequality once tau1 >= 2 (with alpha = 1), so the paper's
+  "a >= 16 kappa" is not sufficient; ``a_needed`` reports the smallest a that is.
+* ``alpha`` (alpha_k of Lemma 8, a property of the trajectory: alpha_k (F(u^(k)) - F*)
+  >= mean over the round of F(u_t) - F*): default 1, which holds when F(u_t) does
+  not increase within a round.
+* ``init_dist2`` = ||u0 - u*||^2: default (2 G / mu)^2, from E mu ||u0 - u*|| <= 2G
+  (Rakhlin et al., Lemma 2), which the paper uses for its first term.
+* D1, D2, D3 depend on the round k; Lemma 13 leaves k free. They grow with k, so we
+  evaluate them at k = K, which bounds every round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from bounds import cdfl_formulas as cf
+from bounds._checks import InputError, real_array
+from bounds.proposition1 import _jsonable
+
+__all__ = ["CDFLBound", "cdfl_bound"]
+
+
+@dataclass(frozen=True)
+class CDFLBound:
+    """Lemma 13 / Proposition 2 evaluated (fields broadcast together).
+
+    Attributes:
+        bound: Lemma 13's bound on F(w_avg^(K)) - F*.
+        terms: the named parts: ``initial``, ``noise``, ``higher_order`` (which
+            contains D1 + D2 + D3) and ``D1``, ``D2``, ``D3`` themselves.
+        p, gamma: CHOCO-G constants of Lemma 9; theta: Remark 10's constant used.
+        contraction: A = (1 + theta)(1 - p)^tau2 (must be < 1).
+        eta_0: the largest step size 4 / (mu a); a: the shift used;
+        a_needed: the smallest a meeting a >= 16 kappa and the step-size inequality.
+        conditions: each condition of Lemma 13 / Proposition 2 with whether it holds.
+        conditions_ok: all of them hold.
+        order_terms: Proposition 2's three O(.) terms with constants 1 (NOT a bound).
+        message: what failed, if anything.
+    """
+
+    bound: Any
+    terms: dict[str, Any]
+    p: Any
+    gamma: Any
+    theta: Any
+    contraction: Any
+    eta_0: Any
+    a: Any
+    a_needed: Any
+    conditions: dict[str, Any]
+    conditions_ok: Any
+    order_terms: dict[str, Any]
+    message: str
+    inputs: dict[str, Any] = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (scalars); infinities as ``"inf"``."""
+        out: dict[str, Any] = {}
+        for fld in fields(self):
+            value = getattr(self, fld.name)
+            if isinstance(value, dict):
+                out[fld.name] = {k: _jsonable(v) for k, v in value.items()}
+            else:
+                out[fld.name] = _jsonable(value) if not isinstance(value, str) else value
+        return out
+
+
+def cdfl_bound(
+    *,
+    L: Any,
+    mu: Any,
+    sigma2_bar: Any,
+    G2: Any,
+    N: Any,
+    tau1: Any,
+    tau2: Any,
+    K: Any,
+    zeta: Any,
+    delta: Any,
+    beta_mix: Any,
+    a: Any = None,
+    theta: Any = None,
+    alpha: Any = 1.0,
+    init_dist2: Any = None,
+) -> CDFLBound:
+    """Lemma 13 (explicit form of Proposition 2) with its constants and conditions.
+
+    Args:
+        L, mu: smoothness and strong convexity (0 < mu <= L).
+        sigma2_bar: mean per-node gradient variance; G2: bound G^2 on E||g||^2.
+        N, tau1, tau2, K: nodes, local and gossip steps per round, rounds.
+        zeta: of C (rho = 1 - zeta must be > 0); beta_mix: ||I - C||_2 in [0, 2].
+        delta: compression ratio in (0, 1] (Assumption 2).
+        a, theta, alpha, init_dist2: see the module docstring for defaults.
+
+    >>> r = cdfl_bound(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, tau1=4, tau2=4, K=1000,
+    ...                zeta=0.8727, delta=0.5, beta_mix=4/3)
+    >>> round(r.p, 8), bool(r.conditions_ok)
+    (9.881e-05, True)
+    """
+    v = {
+        "L": real_array("L", L, low=0, low_open=True),
+        "mu": real_array("mu", mu, low=0, low_open=True),
+        "sigma2_bar": real_array("sigma2_bar", sigma2_bar, low=0),
+        "G2": real_array("G2", G2, low=0),
+        "N": real_array("N", N, low=1, integer=True),
+        "tau1": real_array("tau1", tau1, low=1, integer=True),
+        "tau2": real_array("tau2", tau2, low=0, integer=True),
+        "K": real_array("K", K, low=1, integer=True),
+        "zeta": real_array("zeta", zeta, low=0, high=1, high_open=True),
+        "delta": real_array("delta", delta, low=0, low_open=True, high=1),
+        "beta_mix": real_array("beta_mix", beta_mix, low=0, high=2),
+        "alpha": real_array("alpha", alpha, low=0, low_open=True),
+    }
+    if (v["mu"] > v["L"]).any():
+        raise InputError(f"mu = {mu} exceeds L = {L} (expected 0 < mu <= L)")
+    kappa = v["L"] / v["mu"]
+    # eta_0 = 4 / (mu a) must satisfy Lemma 13's step condition: a >= 4 / (mu eta*)
+    # (times 1 + 1e-12 so that rounding cannot put eta_0 a hair outside the condition)
+    a_needed = 4 / (v["mu"] * cf.lemma13_largest_eta(v["L"], v["mu"], v["tau1"], v["alpha"])) * (1 + 1e-12)
+    a_ = (
+        np.maximum(np.maximum(16 * kappa, a_needed), 1 + 1e-9)
+        if a is None
+        else real_array("a", a, low=1, low_open=True)
+    )
+    rho = 1 - v["zeta"]
+    p = cf.choco_p(rho, v["delta"])
+    theta_ = p / (2 * (1 - p)) if theta is None else real_array("theta", theta, low=0, low_open=True)
+    init = (
+        (2 * np.sqrt(v["G2"]) / v["mu"]) ** 2
+        if init_dist2 is None
+        else real_array("init_dist2", init_dist2, low=0)
+    )
+    gamma = cf.choco_gamma(rho, v["delta"], v["beta_mix"])
+    A = cf.contraction(p, theta_, v["tau2"])
+    t1, t2, K_ = v["tau1"], v["tau2"], v["K"]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = {
+            "D1": cf.D1(v["L"], t1, v["G2"], p, theta_, t2, K_),
+            "D2": cf.D2(v["L"], v["mu"], t1, v["G2"], p, theta_, t2, K_),
+            "D3": cf.D3(v["L"], v["mu"], t1, v["G2"], p, theta_, t2, K_),
+        }
+        initial, noise, higher = cf.lemma13_bound(
+            v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
+        )
+        order = cf.proposition2_order_terms(
+            v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
+        )
+    eta_0 = 4 / (v["mu"] * a_)
+    conditions = {
+        "rho_in_(0,1]": rho > 0,
+        "gamma_in_(0,1]": (gamma > 0) & (gamma <= 1),
+        "theta_below_p/(1-p)": theta_ < p / (1 - p),
+        "contraction_below_1": A < 1,
+        "a_at_least_16_kappa": a_ >= 16 * kappa * (1 - 1e-12),
+        "a_above_1": a_ > 1,
+        "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
+        "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"]) <= 0,
+    }
+    conditions = {k: _scalar(np.asarray(c)) for k, c in conditions.items()}
+    ok = _scalar(np.logical_and.reduce([np.asarray(c) for c in conditions.values()]))
+    failed = [k for k, c in conditions.items() if not np.all(c)]
+    message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
+    terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
+    inputs = {"L": L, "mu": mu, "sigma2_bar": sigma2_bar, "G2": G2, "N": N, "tau1": tau1, "tau2": tau2,
+              "K": K, "zeta": zeta, "delta": delta, "beta_mix": beta_mix, "a": a, "theta": theta,
+              "alpha": alpha, "init_dist2": init_dist2}  # fmt: skip
+    return CDFLBound(
+        bound=_scalar(np.asarray(initial + noise + higher)),
+        terms={k: _scalar(np.asarray(t)) for k, t in terms.items()},
+        p=_scalar(np.asarray(p)),
+        gamma=_scalar(np.asarray(gamma)),
+        theta=_scalar(np.asarray(theta_)),
+        contraction=_scalar(np.asarray(A)),
+        eta_0=_scalar(np.asarray(eta_0)),
+        a=_scalar(np.asarray(a_)),
+        a_needed=_scalar(np.asarray(np.maximum(16 * kappa, a_needed))),
+        conditions=conditions,
+        conditions_ok=ok,
+        order_terms=dict(
+            zip(("first", "second", "third"), (_scalar(np.asarray(o)) for o in order), strict=True)
+        ),
+        message=message,
+        inputs=inputs,
+    )
+
+
+def _scalar(x: np.ndarray) -> Any:
+    return x.item() if x.ndim == 0 else x

@@ -1,0 +1,128 @@
+"""C-DFL theory: CHOCO-G constants, Lemmas 9-13, Proposition 2's order terms."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from bounds import InputError, mixing_matrix, spectral_summary
+from bounds import cdfl_formulas as cf
+from bounds.compression import Gossip, RandK, TopK
+from bounds.proposition2 import cdfl_bound
+from bounds.topologies import ring
+
+RING = spectral_summary(mixing_matrix(ring(10)))
+BASE = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=1.0, N=10, tau1=4, tau2=4, K=1000, zeta=RING.zeta,
+            delta=0.5, beta_mix=RING.beta_mix)
+
+
+def test_choco_constants_by_hand() -> None:
+    r = cdfl_bound(**BASE)
+    rho, delta, beta = 1 - RING.zeta, 0.5, 4 / 3
+    assert r.p == pytest.approx(rho * rho * delta / 82, rel=1e-14)
+    denominator = 16 * rho + rho * rho + 4 * beta * beta + 2 * rho * beta * beta - 8 * rho * delta
+    assert r.gamma == pytest.approx(rho * rho * delta / denominator, rel=1e-14)
+    assert r.theta == pytest.approx(r.p / (2 * (1 - r.p))) and r.theta < r.p / (1 - r.p)
+    assert r.contraction == pytest.approx((1 + r.theta) * (1 - r.p) ** 4)
+
+
+@pytest.mark.parametrize(("a", "K"), [(Fraction(3, 2), 1), (Fraction(7), 10), (Fraction(160), 57), (Fraction(2), 200)])
+def test_lemma12_weight_sum_closed_form_exactly(a: Fraction, K: int) -> None:
+    brute = sum((a + k) ** 2 for k in range(K))
+    assert cf.weight_sum(a, Fraction(K)) == brute
+    assert brute >= Fraction(K**3, 3)
+
+
+@pytest.mark.parametrize(("A", "k"), [(0.5, 0), (0.999, 7), (1.3, 5), (0.2, 40)])
+def test_geometric_rounds_is_the_sum_of_powers(A: float, k: int) -> None:
+    assert cf.geometric_rounds(A, k) == pytest.approx(sum(A**i for i in range(k)), rel=1e-12, abs=1e-15)
+
+
+def test_lemma13_terms_add_up_and_D_terms_are_taken_at_round_K() -> None:
+    r = cdfl_bound(**BASE)
+    t = r.terms
+    assert r.bound == pytest.approx(t["initial"] + t["noise"] + t["higher_order"], rel=1e-14)
+    A, p, theta = r.contraction, r.p, r.theta
+    G = sum(A**i for i in range(BASE["K"]))
+    d1 = 2 * (1 + 1 / theta) * 1.0 * 16 * 1.0 * (1 - p) ** 4 * G + 16 / 3
+    assert t["D1"] == pytest.approx(d1, rel=1e-9)
+    S = sum((r.a + k) ** 2 for k in range(BASE["K"]))
+    higher = 64 * 1000 / (0.01 * S) * (1.1 * 4 / 30 + t["D1"] + t["D2"] + t["D3"])
+    assert t["higher_order"] == pytest.approx(higher, rel=1e-9)
+    assert set(r.order_terms) == {"first", "second", "third"}
+    assert r.order_terms["first"] == pytest.approx(4 * 1.0 / (0.1 * 1000 * 10))
+
+
+def test_finding_a_16_kappa_does_not_meet_the_step_condition() -> None:
+    """With alpha = 1, kappa = 10: a = 16 kappa violates Lemma 13's step inequality for tau1 = 1 and 4."""
+    for tau1, ok in [(1, False), (2, True), (4, False)]:
+        r = cdfl_bound(**{**BASE, "tau1": tau1}, a=160.0)
+        assert r.conditions["step_condition_at_eta_0"] is ok, tau1
+        assert r.conditions["a_at_least_16_kappa"]
+    default = cdfl_bound(**BASE)
+    assert default.conditions_ok and default.a == pytest.approx(default.a_needed) and default.a > 160
+
+
+def test_reported_conditions_fail_when_they_should() -> None:
+    r = cdfl_bound(**BASE, theta=1.0)
+    assert not r.conditions["theta_below_p/(1-p)"] and not r.conditions_ok and "theta" in r.message
+    assert not cdfl_bound(**BASE, a=100.0).conditions["a_at_least_16_kappa"]
+
+
+def test_monotonicity_claimed_after_proposition2() -> None:
+    """Larger tau1: larger bound; larger tau2: smaller second term and bound; larger delta: smaller bound."""
+    by_tau1 = [cdfl_bound(**{**BASE, "tau1": t}, a=500.0).bound for t in range(1, 9)]
+    assert all(x < y for x, y in itertools.pairwise(by_tau1))
+    by_tau2 = [cdfl_bound(**{**BASE, "tau2": t}) for t in range(1, 12)]
+    assert all(x.order_terms["second"] > y.order_terms["second"] for x, y in itertools.pairwise(by_tau2))
+    assert all(x.bound > y.bound for x, y in itertools.pairwise(by_tau2))
+    by_delta = [cdfl_bound(**{**BASE, "delta": d}).bound for d in (0.1, 0.3, 0.6, 0.89, 1.0)]
+    assert all(x > y for x, y in itertools.pairwise(by_delta))
+
+
+def choco_gossip(C: np.ndarray, X: np.ndarray, gamma: float, compress, steps: int, rng) -> np.ndarray:
+    """CHOCO-G (Lemma 9's operator h): X <- X + gamma Xhat (C - I); Xhat <- Xhat + Q(X - Xhat)."""
+    n = C.shape[0]
+    Xhat = np.zeros_like(X)
+    errors = []
+    for _ in range(steps + 1):
+        errors.append(np.sum((X - X.mean(axis=1, keepdims=True)) ** 2) + np.sum((X - Xhat) ** 2))
+        X = X + gamma * Xhat @ (C - np.eye(n))
+        Q = np.stack([compress(col, rng) for col in (X - Xhat).T], axis=1)
+        Xhat = Xhat + Q
+    return np.array(errors)
+
+
+@pytest.mark.parametrize("compressor", [TopK(3), RandK(3), Gossip(0.5)])
+def test_lemma9_choco_contracts_at_least_by_1_minus_p(compressor) -> None:
+    """e_t <= (1 - p)^t e_0 (averaged over runs for random compressors), gamma of Lemma 9."""
+    C = mixing_matrix(ring(6))
+    s = spectral_summary(C)
+    d = 12
+    delta = compressor.delta(d)
+    gamma = cf.choco_gamma(1 - s.zeta, delta, s.beta_mix)
+    p = cf.choco_p(1 - s.zeta, delta)
+    rng = np.random.default_rng(3)
+    runs = 1 if isinstance(compressor, TopK) else 40
+    X0 = rng.normal(size=(d, 6))
+    errors = np.mean([choco_gossip(C, X0, gamma, compressor, 300, rng) for _ in range(runs)], axis=0)
+    t = np.arange(errors.size)
+    assert (errors <= (1 - p) ** t * errors[0] * (1 + 1e-9)).all()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"mu": 2.0}, r"mu = 2.0 exceeds L = 1.0"),
+        ({"zeta": 1.0}, r"zeta = 1 is out of range \(expected a real number >= 0 and < 1\)"),
+        ({"delta": 0.0}, r"delta = 0 is out of range"),
+        ({"beta_mix": 2.5}, r"beta_mix = 2.5 is out of range"),
+        ({"K": 0}, r"K = 0 is out of range"),
+    ],
+)
+def test_bad_input(override: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        cdfl_bound(**{**BASE, **override})
