@@ -5,6 +5,9 @@ Sub-commands::
     dfl-bounds topology NAME --nodes N [--weights RULE] [--json]
     dfl-bounds dfl --L --sigma2 --nodes --eta --tau1 --tau2 (--zeta Z | --topology NAME)
                    --T --gap [--beta-var B] [--weights RULE] [--json]
+    dfl-bounds cdfl --L --mu --sigma2 --G2 --nodes --tau1 --tau2 --K (--zeta Z --beta B | --topology NAME)
+                    (--delta D | --compressor NAME --compressor-param P --dim D) [--json]
+    dfl-bounds compare (the dfl flags) [--mu --G2 (--delta D | --compressor ...)] [--json]
     dfl-bounds optimize --L --sigma2 --nodes --gap (--zeta Z | --topology NAME) --t-comp
                    (--t-comm S | --latency S --bandwidth B --dim D) [--budget-seconds S]
                    [--max-local-steps N] [--max-gossip-steps N] [--max-tau1 --max-tau2] [--json]
@@ -27,9 +30,12 @@ from typing import Any, NoReturn
 
 from bounds import symbolic
 from bounds._checks import InputError
+from bounds.compare import compare_methods
+from bounds.compression import COMPRESSORS, make_compressor
 from bounds.mixing import RULES, Matrix, load_matrix, mixing_matrix
 from bounds.optimize import BOUNDS, CostModel, optimize_dfl
 from bounds.proposition1 import dfl_bound
+from bounds.proposition2 import cdfl_bound
 from bounds.spectral import SpectralSummary, spectral_summary
 from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
 
@@ -91,8 +97,10 @@ def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
-    """zeta from --zeta, or from --topology (recording the topology in ``out``)."""
+    """zeta from --zeta, or from --topology (recording the topology and beta_mix in ``out``)."""
     if args.topology is None:
+        if getattr(args, "beta", None) is not None:
+            out["beta_mix"] = args.beta
         return args.zeta
     args.name = args.topology
     summary, _ = _spectrum(args)
@@ -128,6 +136,49 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=args.bound, **result.to_dict())
     return out
+
+
+def _delta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
+    """delta from --delta, or from --compressor NAME --compressor-param P --dim D."""
+    if args.compressor is None:
+        if args.delta is None:
+            raise InputError("the compression ratio is missing (expected --delta, or --compressor and --dim)")
+        return args.delta
+    if args.dim is None:
+        raise InputError(f"--compressor {args.compressor} needs --dim (the model dimension d)")
+    q = make_compressor(args.compressor, args.compressor_param)
+    out.update(compressor=args.compressor, bits_per_message=q.bits(args.dim))
+    return q.delta(args.dim)
+
+
+def _cdfl_extras(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
+    if "beta_mix" not in out:
+        raise InputError("beta = ||I - C||_2 is missing (expected --beta with --zeta, or --topology)")
+    return dict(mu=args.mu, G2=args.G2, delta=_delta_of(args, out), beta_mix=out["beta_mix"])
+
+
+def _cmd_cdfl(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    zeta = _zeta_of(args, out)
+    extras = _cdfl_extras(args, out)
+    result = cdfl_bound(
+        L=args.L, sigma2_bar=args.sigma2, N=args.nodes, tau1=args.tau1, tau2=args.tau2, K=args.K, zeta=zeta,
+        a=args.a, theta=args.theta, alpha=args.alpha, init_dist2=args.init_dist2, **extras,
+    )  # fmt: skip
+    out.update(zeta=zeta, delta=extras["delta"], **result.to_dict())
+    out.pop("inputs")
+    return out
+
+
+def _cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    zeta = _zeta_of(args, out)
+    cdfl = _cdfl_extras(args, out) if args.mu is not None else None
+    rows = compare_methods(
+        L=args.L, sigma2=args.sigma2, N=args.nodes, eta=args.eta, tau1=args.tau1, tau2=args.tau2, zeta=zeta,
+        T=args.T, gap=args.gap, cdfl=cdfl,
+    )  # fmt: skip
+    return {**out, "zeta": zeta, "rows": rows}
 
 
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -184,6 +235,57 @@ def _build_parser() -> _Parser:
     dfl.add_argument("--json", action="store_true", help="print one JSON object")
     dfl.set_defaults(run=_cmd_dfl)
 
+    def add_cdfl_options(p: argparse.ArgumentParser, required: bool) -> None:
+        p.add_argument("--mu", type=float, required=required, help="strong-convexity constant mu")
+        p.add_argument("--G2", type=float, required=required, help="bound G^2 on E||g||^2")
+        p.add_argument("--beta", type=float, help="||I - C||_2 when --zeta is given")
+        p.add_argument("--delta", type=float, help="compression ratio delta in (0, 1]")
+        p.add_argument("--compressor", choices=COMPRESSORS, help="compression operator (gives delta)")
+        p.add_argument("--compressor-param", type=float, help="k (rand_k, top_k), p (gossip) or s (qsgd)")
+        p.add_argument("--dim", type=int, help="model dimension d")
+
+    cdfl = sub.add_parser("cdfl", help="Proposition 2 / Lemma 13: C-DFL bound, terms, conditions")
+    for flag, kind, text in [
+        ("--L", float, "smoothness constant L"),
+        ("--sigma2", float, "mean per-node gradient variance sigma_bar^2"),
+        ("--nodes", int, "number of nodes N"),
+        ("--tau1", int, "local steps per round"),
+        ("--tau2", int, "gossip steps per round"),
+        ("--K", int, "number of rounds K"),
+    ]:
+        cdfl.add_argument(flag, type=kind, required=True, help=text)
+    which = cdfl.add_mutually_exclusive_group(required=True)
+    which.add_argument("--zeta", type=float, help="zeta in [0, 1)")
+    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    add_cdfl_options(cdfl, required=True)
+    cdfl.add_argument("--a", type=float, help="shift of eta_k = 4 / (mu (a + k)) (default: smallest valid)")
+    cdfl.add_argument("--theta", type=float, help="Remark 10's theta (default p / (2 (1 - p)))")
+    cdfl.add_argument("--alpha", type=float, default=1.0, help="alpha_k of Lemma 8 (default 1)")
+    cdfl.add_argument("--init-dist2", type=float, help="||u0 - u*||^2 (default (2 G / mu)^2)")
+    add_topology_options(cdfl)
+    cdfl.add_argument("--json", action="store_true", help="print one JSON object")
+    cdfl.set_defaults(run=_cmd_cdfl)
+
+    compare = sub.add_parser("compare", help="DFL, C-SGD, D-SGD, local and synchronous SGD (and C-DFL)")
+    for flag, kind, text in [
+        ("--L", float, "smoothness constant L"),
+        ("--sigma2", float, "gradient-noise variance sigma^2"),
+        ("--nodes", int, "number of nodes N"),
+        ("--eta", float, "learning rate eta"),
+        ("--tau1", int, "local steps per round"),
+        ("--tau2", int, "gossip steps per round"),
+        ("--T", float, "total steps T"),
+        ("--gap", float, "F(u_1) - F_inf"),
+    ]:
+        compare.add_argument(flag, type=kind, required=True, help=text)
+    which = compare.add_mutually_exclusive_group(required=True)
+    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
+    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    add_cdfl_options(compare, required=False)
+    add_topology_options(compare)
+    compare.add_argument("--json", action="store_true", help="print one JSON object")
+    compare.set_defaults(run=_cmd_compare)
+
     opt = sub.add_parser("optimize", help="best (tau1, tau2, eta) under a time or step budget")
     for flag, kind, text in [
         ("--L", float, "smoothness constant L"),
@@ -224,10 +326,13 @@ def _build_parser() -> _Parser:
 
 
 def _table(out: dict[str, Any]) -> str:
-    width = max(len(k) for k in out)
+    names = [f"{k}.{sub}" for k, v in out.items() if isinstance(v, dict) for sub in v] + list(out)
+    width = max(len(k) for k in names)
     lines = []
     for key, value in out.items():
-        if isinstance(value, list) and value and isinstance(value[0], dict):
+        if isinstance(value, dict):
+            lines.extend(f"{f'{key}.{k}':>{width}} : {_text(v)}" for k, v in value.items())
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f"{key:>{width}} :")
             lines.extend(
                 " " * (width + 3) + ", ".join(f"{k}={_text(v)}" for k, v in row.items()) for row in value

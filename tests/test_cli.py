@@ -206,3 +206,96 @@ def test_optimize_with_network_cost_and_topology(capsys) -> None:
 def test_optimize_errors(capsys, extra: list[str], fragment: str) -> None:
     code, _, err = run(capsys, *OPT, *extra)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
+
+
+CDFL = [
+    "cdfl",
+    "--L",
+    "1",
+    "--mu",
+    "0.1",
+    "--sigma2",
+    "1",
+    "--G2",
+    "1",
+    "--nodes",
+    "10",
+    "--tau1",
+    "4",
+    "--tau2",
+    "4",
+    "--K",
+    "1000",
+]
+
+
+def test_cdfl_json_keys_and_compressor_delta(capsys) -> None:
+    code, out, _ = run(
+        capsys,
+        *CDFL,
+        "--topology",
+        "ring",
+        "--compressor",
+        "top_k",
+        "--compressor-param",
+        "89",
+        "--dim",
+        "100",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0 and {"bound", "terms", "p", "gamma", "conditions_ok"} <= data.keys()
+    assert data["delta"] == pytest.approx(0.89) and {"D1", "D2", "D3"} <= data["terms"].keys()
+    assert data["bits_per_message"] == 89 * (32 + 7)
+
+
+def test_compare_rows(capsys) -> None:
+    code, out, _ = run(capsys, *DFL, "--zeta", "0.87", "--json")
+    code, out, _ = run(
+        capsys,
+        "compare",
+        *DFL[1:],
+        "--zeta",
+        "0.87",
+        "--beta",
+        "1.33",
+        "--mu",
+        "0.1",
+        "--G2",
+        "1",
+        "--delta",
+        "0.5",
+        "--json",
+    )
+    rows = json.loads(out)["rows"]
+    assert code == 0 and [r["method"] for r in rows] == [
+        "DFL",
+        "C-SGD",
+        "D-SGD",
+        "local SGD",
+        "synchronous SGD",
+        "C-DFL",
+    ]
+    assert rows[1]["tau2"] == 1 and rows[2]["tau1"] == rows[2]["tau2"] == 1 and rows[3]["zeta"] == 0
+    assert "not comparable" in rows[5]["note"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--zeta", "0.87", "--delta", "0.5"], "beta = ||I - C||_2 is missing"),
+        (["--zeta", "0.87", "--beta", "1.3"], "the compression ratio is missing"),
+        (
+            ["--zeta", "0.87", "--beta", "1.3", "--compressor", "qsgd", "--compressor-param", "4"],
+            "needs --dim",
+        ),
+        (["--zeta", "1.0", "--beta", "1.3", "--delta", "0.5"], "zeta = 1 is out of range"),
+        (
+            ["--topology", "ring", "--compressor", "top_k", "--compressor-param", "200", "--dim", "100"],
+            "k = 200 exceeds the dimension d = 100",
+        ),
+    ],
+)
+def test_cdfl_errors(capsys, extra: list[str], fragment: str) -> None:
+    code, _, err = run(capsys, *CDFL, *extra)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err

@@ -15,8 +15,19 @@ from bounds.proposition2 import cdfl_bound
 from bounds.topologies import ring
 
 RING = spectral_summary(mixing_matrix(ring(10)))
-BASE = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=1.0, N=10, tau1=4, tau2=4, K=1000, zeta=RING.zeta,
-            delta=0.5, beta_mix=RING.beta_mix)
+BASE = dict(
+    L=1.0,
+    mu=0.1,
+    sigma2_bar=1.0,
+    G2=1.0,
+    N=10,
+    tau1=4,
+    tau2=4,
+    K=1000,
+    zeta=RING.zeta,
+    delta=0.5,
+    beta_mix=RING.beta_mix,
+)
 
 
 def test_choco_constants_by_hand() -> None:
@@ -29,7 +40,9 @@ def test_choco_constants_by_hand() -> None:
     assert r.contraction == pytest.approx((1 + r.theta) * (1 - r.p) ** 4)
 
 
-@pytest.mark.parametrize(("a", "K"), [(Fraction(3, 2), 1), (Fraction(7), 10), (Fraction(160), 57), (Fraction(2), 200)])
+@pytest.mark.parametrize(
+    ("a", "K"), [(Fraction(3, 2), 1), (Fraction(7), 10), (Fraction(160), 57), (Fraction(2), 200)]
+)
 def test_lemma12_weight_sum_closed_form_exactly(a: Fraction, K: int) -> None:
     brute = sum((a + k) ** 2 for k in range(K))
     assert cf.weight_sum(a, Fraction(K)) == brute
