@@ -1,0 +1,111 @@
+"""The algorithms as schedules of step kinds plus a gossip rule, in the paper's matrix form.
+
+Rows of X are nodes (so the paper's X C is ``C @ X``):
+
+* ``dfl``   (Algorithm 1): K rounds of tau1 local steps X <- X - eta G then tau2 gossip
+  steps X <- C X, then the T - K tau tail of local steps.
+* ``csgd``  DFL with tau2 = 1 (compute-then-communicate, (C-SGD_rules)).
+* ``dsgd``  communicate-then-compute: every step X <- C X - eta G(X) ((glo-d-sgd)).
+* ``sync``  synchronous SGD: C = J, tau1 = tau2 = 1.
+* ``local`` local SGD / FedAvg-style: C = J, tau1 local steps then one averaging.
+* ``cdfl``  (Algorithm 2): DFL whose gossip steps are CHOCO-G:
+  X <- X + gamma (C - I) X_hat;  X_hat <- X_hat + Q(X - X_hat), X_hat starting at 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from bounds import InputError
+from bounds.compression import Compressor, Identity
+from bounds.drift import local_step_mask
+from sim.compressors import compress_rows
+
+__all__ = [
+    "ALGORITHMS",
+    "BOTH",
+    "GOSSIP",
+    "LOCAL",
+    "ChocoGossip",
+    "ExactGossip",
+    "resolve_schedule",
+    "step_kinds",
+]
+
+LOCAL, GOSSIP, BOTH = 0, 1, 2
+ALGORITHMS = ("dfl", "cdfl", "dsgd", "csgd", "sync", "local")
+
+
+def resolve_schedule(algorithm: str, tau1: int, tau2: int) -> tuple[int, int, bool]:
+    """(tau1, tau2, uses J) for an algorithm, with clear errors for impossible combinations."""
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r} (expected one of: {', '.join(ALGORITHMS)})")
+    if tau1 < 1:
+        raise InputError(f"tau1 = {tau1} is out of range (expected tau1 >= 1)")
+    if tau2 < 0:
+        raise InputError(f"tau2 = {tau2} is out of range (expected tau2 >= 0)")
+    if algorithm == "csgd":
+        return tau1, 1, False
+    if algorithm == "sync":
+        return 1, 1, True
+    if algorithm == "local":
+        return tau1, 1, True
+    if algorithm == "dsgd":
+        return 1, 1, False
+    if tau2 == 0:
+        raise InputError(f"tau2 = 0 never gossips (algorithm {algorithm!r} expected tau2 >= 1)")
+    return tau1, tau2, False
+
+
+def step_kinds(algorithm: str, tau1: int, tau2: int, T: int) -> np.ndarray:
+    """The kind (LOCAL, GOSSIP or BOTH) of each step t = 1..T."""
+    if algorithm == "dsgd":
+        return np.full(T, BOTH, dtype=np.int8)
+    return np.where(local_step_mask(tau1, tau2, T), LOCAL, GOSSIP).astype(np.int8)
+
+
+@dataclass
+class ExactGossip:
+    """X <- C X; every node sends its full float32 model (32 d bits) per gossip step."""
+
+    C: torch.Tensor
+    compressor: Compressor = field(default_factory=Identity)
+
+    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        return self.C @ X
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def restore(self, state: dict[str, torch.Tensor]) -> None:
+        return None
+
+
+@dataclass
+class ChocoGossip:
+    """CHOCO-G (Algorithm 2, lines 6-11), X_hat kept here (every neighbour holds the same copy)."""
+
+    C: torch.Tensor
+    gamma: float
+    compressor: Compressor
+    X_hat: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gamma <= 1:
+            raise InputError(f"gamma = {self.gamma} is out of range (expected 0 < gamma <= 1)")
+
+    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        if self.X_hat is None:
+            self.X_hat = torch.zeros_like(X)
+        X = X + self.gamma * (self.C @ self.X_hat - self.X_hat)
+        self.X_hat = self.X_hat + compress_rows(self.compressor, X - self.X_hat, gen)
+        return X
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {} if self.X_hat is None else {"X_hat": self.X_hat}
+
+    def restore(self, state: dict[str, torch.Tensor]) -> None:
+        self.X_hat = state.get("X_hat")

@@ -1,0 +1,181 @@
+"""Data sets for the simulator: MNIST shipped with the package, CIFAR-10 and user npz files.
+
+* ``mnist``: the four standard IDX files (gzip) in ``sim/datasets/mnist/``, so it works
+  with no network and no flags. Pixels scaled to [0, 1], then normalised with the usual
+  mean 0.1307 and std 0.3081.
+* ``cifar10``: the standard ``cifar-10-batches-py`` folder under ``--data-dir``.
+* ``npz:PATH``: a user file with ``x_train, y_train, x_test, y_test`` and optionally
+  ``node`` (the node of each training sample, used by the ``given`` partition).
+
+A missing or corrupt file is an :class:`DataError` naming the file and the format expected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bounds import InputError
+
+__all__ = ["MNIST_DIR", "DataError", "Dataset", "load_dataset"]
+
+MNIST_DIR = Path(__file__).resolve().parent / "datasets" / "mnist"
+MNIST_FILES = {
+    "x_train": "train-images-idx3-ubyte.gz",
+    "y_train": "train-labels-idx1-ubyte.gz",
+    "x_test": "t10k-images-idx3-ubyte.gz",
+    "y_test": "t10k-labels-idx1-ubyte.gz",
+}
+
+
+class DataError(InputError):
+    """A data file is missing or not in the expected format."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Train and test tensors (float32 inputs, int64 labels) and, optionally, a given node per sample."""
+
+    name: str
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    num_classes: int
+    node: np.ndarray | None = None
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.x_train.shape[1:])
+
+
+def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
+    if not path.is_file():
+        raise DataError(f"data file {str(path)!r} does not exist (expected a gzip IDX file)")
+    try:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise DataError(f"data file {str(path)!r} is not gzip ({exc}; expected a gzip IDX file)") from None
+    header = np.frombuffer(raw[: 4 * (1 + ndim)], dtype=">u4") if len(raw) >= 4 * (1 + ndim) else None
+    if header is None or header[0] != magic:
+        raise DataError(
+            f"data file {str(path)!r} is not an IDX file with magic {magic} (expected MNIST format)"
+        )
+    shape = tuple(int(v) for v in header[1:])
+    body = np.frombuffer(raw, dtype=np.uint8, offset=4 * (1 + ndim))
+    if body.size != int(np.prod(shape)):
+        raise DataError(f"data file {str(path)!r} is truncated: {body.size} bytes for shape {shape}")
+    return body.reshape(shape)
+
+
+def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
+    """MNIST from the four IDX .gz files in ``directory`` (default: the copy shipped with dflkit)."""
+    images = {k: _read_idx(directory / MNIST_FILES[k], 2051, 3) for k in ("x_train", "x_test")}
+    labels = {k: _read_idx(directory / MNIST_FILES[k], 2049, 1) for k in ("y_train", "y_test")}
+
+    def prep(x: np.ndarray) -> torch.Tensor:
+        return ((torch.from_numpy(x.astype(np.float32) / 255.0) - 0.1307) / 0.3081).unsqueeze(1)
+
+    return Dataset(
+        "mnist",
+        prep(images["x_train"]),
+        torch.from_numpy(labels["y_train"].astype(np.int64)),
+        prep(images["x_test"]),
+        torch.from_numpy(labels["y_test"].astype(np.int64)),
+        10,
+    )
+
+
+def load_cifar10(data_dir: Path) -> Dataset:
+    """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself), per-channel normalised."""
+    folder = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
+
+    def batch(name: str) -> tuple[np.ndarray, np.ndarray]:
+        path = folder / name
+        if not path.is_file():
+            raise DataError(
+                f"data file {str(path)!r} does not exist (expected the cifar-10-batches-py folder)"
+            )
+        try:
+            with open(path, "rb") as fh:
+                d = pickle.load(fh, encoding="bytes")
+            return np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(d[b"labels"])
+        except (pickle.UnpicklingError, KeyError, ValueError, EOFError) as exc:
+            raise DataError(f"data file {str(path)!r} is not a CIFAR-10 python batch ({exc})") from None
+
+    parts = [batch(f"data_batch_{i}") for i in range(1, 6)]
+    x_train, y_train = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    x_test, y_test = batch("test_batch")
+    mean = x_train.reshape(-1, 3, 1024).mean(axis=(0, 2)).reshape(1, 3, 1, 1) / 255.0
+    std = (x_train.reshape(-1, 3, 1024) / 255.0).std(axis=(0, 2)).reshape(1, 3, 1, 1)
+
+    def prep(x: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(((x / 255.0 - mean) / std).astype(np.float32))
+
+    return Dataset(
+        "cifar10",
+        prep(x_train),
+        torch.from_numpy(y_train.astype(np.int64)),
+        prep(x_test),
+        torch.from_numpy(y_test.astype(np.int64)),
+        10,
+    )
+
+
+def load_npz(path: Path) -> Dataset:
+    """A user data set: ``x_train, y_train, x_test, y_test`` (+ optional ``node``) in one .npz."""
+    if not path.is_file():
+        raise DataError(
+            f"data file {str(path)!r} does not exist (expected an .npz with x_train, y_train, ...)"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError) as exc:
+        raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
+    missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in arrays]
+    if missing:
+        raise DataError(
+            f"data file {str(path)!r} lacks {', '.join(missing)} (expected x_train, y_train, "
+            "x_test, y_test and optionally node)"
+        )
+    y_train, y_test = arrays["y_train"], arrays["y_test"]
+    for name, y, x in (("train", y_train, arrays["x_train"]), ("test", y_test, arrays["x_test"])):
+        if y.ndim != 1 or len(y) != len(x):
+            raise DataError(
+                f"{path}: y_{name} has shape {y.shape} for {len(x)} inputs (expected one label each)"
+            )
+    node = arrays.get("node")
+    if node is not None and (node.ndim != 1 or len(node) != len(y_train)):
+        raise DataError(f"{path}: node has shape {node.shape} (expected one node id per training sample)")
+    classes = int(max(y_train.max(initial=0), y_test.max(initial=0))) + 1
+    as_x = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
+    as_y = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))  # noqa: E731
+    return Dataset(
+        f"npz:{path}",
+        as_x(arrays["x_train"]),
+        as_y(y_train),
+        as_x(arrays["x_test"]),
+        as_y(y_test),
+        classes,
+        None if node is None else node.astype(np.int64),
+    )
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
+    """``mnist`` (shipped), ``cifar10`` (needs data_dir) or ``npz:PATH``."""
+    if name == "mnist":
+        return load_mnist(Path(data_dir) if data_dir else MNIST_DIR)
+    if name == "cifar10":
+        if data_dir is None:
+            raise DataError("dataset 'cifar10' needs --data-dir (a folder holding cifar-10-batches-py)")
+        return load_cifar10(Path(data_dir))
+    if name.startswith("npz:"):
+        return load_npz(Path(name.removeprefix("npz:")))
+    raise DataError(f"unknown dataset {name!r} (expected mnist, cifar10 or npz:PATH)")

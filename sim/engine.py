@@ -1,0 +1,119 @@
+"""The vectorised engine: N node models as one (N, d) parameter matrix X.
+
+All nodes' stochastic gradients come from one call, ``vmap(grad(loss))`` over
+``functional_call``; a gossip step is one matrix product with C (dense, or sparse
+for large N). Rows are nodes, so the paper's X_{t+1} = X_t C (columns = nodes) is
+``X = C @ X`` here (C is symmetric).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad_and_value, vmap
+
+from sim.models import loss_fn
+
+__all__ = ["BatchSampler", "Stack"]
+
+
+class Stack:
+    """Flattening between a module's parameters and rows of X, and batched losses/gradients."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        named = list(module.named_parameters())
+        self.names = [n for n, _ in named]
+        self.shapes = [tuple(p.shape) for _, p in named]
+        self.sizes = [p.numel() for _, p in named]
+        self.d = sum(self.sizes)
+
+        def loss(
+            params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
+        ) -> torch.Tensor:
+            return loss_fn(module, functional_call(module, params, (x,)), y, w)
+
+        self._loss = loss
+        self._grads = vmap(grad_and_value(loss))
+
+    def flatten(self, module: nn.Module) -> torch.Tensor:
+        """A module's parameters as one vector of length d."""
+        return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+    def unflatten(self, X: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Rows of X (N x d) as a dict of (N, *shape) views; a vector (d,) gives (*shape) views."""
+        lead = X.shape[:-1]
+        pieces = X.split(self.sizes, dim=-1)
+        return {n: t.reshape(*lead, *s) for n, t, s in zip(self.names, pieces, self.shapes, strict=True)}
+
+    def gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+        """Each node's mini-batch gradient and loss: G (N x d), losses (N,). x: (N, B, ...)."""
+        grads, losses = self._grads(self.unflatten(X), x, y, w)
+        return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses
+
+    @torch.no_grad()
+    def evaluate(
+        self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 4096
+    ) -> tuple[float, float]:
+        """Mean loss and accuracy of the single model w (d,) on (x, y)."""
+        params = self.unflatten(w)
+        total_loss, correct = 0.0, 0
+        for start in range(0, len(y), chunk):
+            xb, yb = x[start : start + chunk], y[start : start + chunk]
+            logits = functional_call(self.module, params, (xb,))
+            total_loss += float(loss_fn(self.module, logits, yb)) * len(yb)
+            correct += int((logits.argmax(-1) == yb).sum())
+        return total_loss / len(y), correct / len(y)
+
+    def full_gradient_norm2(self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
+        """||grad F(w)||^2 with F the mean loss over (x, y)."""
+        g, _ = grad_and_value(self._loss)(self.unflatten(w), x, y, torch.ones(len(y), device=x.device))
+        return float(sum((t**2).sum() for t in g.values()))
+
+
+@dataclass
+class BatchSampler:
+    """Each node's mini-batch indices, drawn uniformly with replacement from its own part.
+
+    ``batch_size = 0`` means the whole local data every step (padded to the largest part,
+    with a 0/1 weight so that every node's loss is the mean over its own samples).
+    """
+
+    parts: list[np.ndarray]
+    batch_size: int
+    seed: int
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    def __post_init__(self) -> None:
+        sizes = np.array([len(p) for p in self.parts])
+        self._flat = torch.from_numpy(np.concatenate(self.parts)).to(self.device)
+        self._offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(sizes)[:-1]])).to(self.device)
+        self._sizes = torch.from_numpy(sizes).to(self.device)
+        self.gen = torch.Generator(device=self.device).manual_seed(self.seed)
+        n = len(self.parts)
+        if self.batch_size == 0:
+            width = int(sizes.max())
+            j = torch.arange(width, device=self.device).expand(n, width)
+            self._full = (
+                self._flat[self._offsets[:, None] + j % self._sizes[:, None]],
+                (j < self._sizes[:, None]).to(torch.float32),
+            )
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Global sample indices (N x B) and weights (N x B) for one step."""
+        if self.batch_size == 0:
+            return self._full
+        n = len(self.parts)
+        u = torch.rand(n, self.batch_size, generator=self.gen, device=self.device)
+        local = (u * self._sizes[:, None]).long().clamp_max(self._sizes[:, None] - 1)
+        idx = self._flat[self._offsets[:, None] + local]
+        return idx, torch.ones(idx.shape, device=self.device)
+
+    def state(self) -> torch.Tensor:
+        return self.gen.get_state()
+
+    def restore(self, state: torch.Tensor) -> None:
+        self.gen.set_state(state)

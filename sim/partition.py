@@ -1,0 +1,113 @@
+"""Partitions of the training set across N nodes (one small class per scheme, seeded).
+
+The test set is never partitioned: it stays whole and i.i.d.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bounds import InputError
+
+__all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "Shards", "make_partition"]
+
+
+def _check(labels: np.ndarray, nodes: int) -> None:
+    if nodes < 1:
+        raise InputError(f"nodes = {nodes} is out of range (expected >= 1)")
+    if nodes > len(labels):
+        raise InputError(
+            f"nodes = {nodes} exceeds the {len(labels)} training samples (expected nodes <= samples)"
+        )
+
+
+@dataclass(frozen=True)
+class IID:
+    """Shuffle, then split into N near-equal parts."""
+
+    def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
+        _check(labels, nodes)
+        return [np.sort(p) for p in np.array_split(rng.permutation(len(labels)), nodes)]
+
+
+@dataclass(frozen=True)
+class Shards:
+    """The paper's non-i.i.d. split: sort by label, cut into ``shards_per_node * N`` shards, deal them out."""
+
+    shards_per_node: int = 2
+
+    def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
+        _check(labels, nodes)
+        if self.shards_per_node < 1 or self.shards_per_node * nodes > len(labels):
+            raise InputError(
+                f"shards_per_node = {self.shards_per_node} does not fit {len(labels)} samples on "
+                f"{nodes} nodes (expected 1 <= shards_per_node * nodes <= samples)"
+            )
+        order = np.argsort(labels, kind="stable")
+        shards = np.array_split(order, self.shards_per_node * nodes)
+        dealt = rng.permutation(len(shards)).reshape(nodes, self.shards_per_node)
+        return [np.sort(np.concatenate([shards[s] for s in row])) for row in dealt]
+
+
+@dataclass(frozen=True)
+class Dirichlet:
+    """Per class, proportions across nodes drawn from Dirichlet(alpha); every node keeps >= 1 sample."""
+
+    alpha: float = 0.5
+
+    def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
+        _check(labels, nodes)
+        if not self.alpha > 0:
+            raise InputError(f"alpha = {self.alpha} is out of range (expected alpha > 0)")
+        parts: list[list[int]] = [[] for _ in range(nodes)]
+        for c in np.unique(labels):
+            members = rng.permutation(np.flatnonzero(labels == c))
+            cuts = (np.cumsum(rng.dirichlet(np.full(nodes, self.alpha))) * len(members)).astype(int)[:-1]
+            for node, chunk in enumerate(np.split(members, cuts)):
+                parts[node].extend(chunk.tolist())
+        for node in range(nodes):  # move one sample to any empty node, from the largest
+            if not parts[node]:
+                donor = max(range(nodes), key=lambda i: len(parts[i]))
+                parts[node].append(parts[donor].pop())
+        return [np.sort(np.asarray(p, dtype=np.int64)) for p in parts]
+
+
+@dataclass(frozen=True)
+class Given:
+    """The node of each sample is given (e.g. the ``node`` array of an npz data set)."""
+
+    node: np.ndarray
+
+    def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
+        _check(labels, nodes)
+        node = np.asarray(self.node)
+        if node.shape != labels.shape or node.min() < 0 or node.max() >= nodes:
+            raise InputError(
+                f"the given node ids span {node.min()}..{node.max()} for {nodes} nodes "
+                "(expected one id in 0..nodes-1 per training sample)"
+            )
+        parts = [np.flatnonzero(node == i) for i in range(nodes)]
+        empty = [i for i, p in enumerate(parts) if len(p) == 0]
+        if empty:
+            raise InputError(f"node {empty[0]} has no training sample in the given partition")
+        return parts
+
+
+PARTITIONS = ("iid", "shards", "dirichlet", "given")
+
+
+def make_partition(name: str, *, alpha: float = 0.5, node: np.ndarray | None = None):
+    """A partitioner by name."""
+    if name == "iid":
+        return IID()
+    if name == "shards":
+        return Shards()
+    if name == "dirichlet":
+        return Dirichlet(alpha)
+    if name == "given":
+        if node is None:
+            raise InputError("partition 'given' needs a data set with a 'node' array (npz:PATH)")
+        return Given(node)
+    raise InputError(f"unknown partition {name!r} (expected one of: {', '.join(PARTITIONS)})")
