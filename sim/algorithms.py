@@ -14,9 +14,11 @@ Rows of X are nodes (so the paper's X C is ``C @ X``):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from bounds import InputError
@@ -32,6 +34,7 @@ __all__ = [
     "ChocoGossip",
     "ExactGossip",
     "resolve_schedule",
+    "sparse_mixing",
     "step_kinds",
 ]
 
@@ -58,6 +61,20 @@ def resolve_schedule(algorithm: str, tau1: int, tau2: int) -> tuple[int, int, bo
     if tau2 == 0:
         raise InputError(f"tau2 = 0 never gossips (algorithm {algorithm!r} expected tau2 >= 1)")
     return tau1, tau2, False
+
+
+def sparse_mixing(C: object, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d))."""
+    M = sp.csr_matrix(C, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(M.indptr.astype(np.int64)),
+            torch.from_numpy(M.indices.astype(np.int64)),
+            torch.from_numpy(M.data).to(dtype),
+            size=M.shape,
+            check_invariants=True,
+        )
 
 
 def step_kinds(algorithm: str, tau1: int, tau2: int, T: int) -> np.ndarray:

@@ -50,7 +50,26 @@ class Stack:
         return {n: t.reshape(*lead, *s) for n, t, s in zip(self.names, pieces, self.shapes, strict=True)}
 
     def gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
-        """Each node's mini-batch gradient and loss: G (N x d), losses (N,). x: (N, B, ...)."""
+        """Each node's mini-batch gradient and loss: G (N x d), losses (N,). x: (N, B, ...).
+
+        Models with a ``forward_stacked`` (the paper's CNNs, logreg, lstsq) run all nodes as one
+        grouped convolution / batched matmul and differentiate the sum of the node losses with
+        respect to X directly (node i's loss depends only on row i). Other models use
+        ``vmap(grad(...))``. Both give the same gradients (tested).
+        """
+        stacked = getattr(self.module, "forward_stacked", None)
+        if stacked is None:
+            grads, losses = self._grads(self.unflatten(X), x, y, w)
+            return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses
+        with torch.enable_grad():
+            Xg = X.detach().requires_grad_(True)
+            logits = stacked(self.unflatten(Xg), x)
+            losses = _node_losses(self.module, logits, y, w)
+            (G,) = torch.autograd.grad(losses.sum(), Xg)
+        return G, losses.detach()
+
+    def gradients_vmap(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+        """The generic path, ``vmap(grad_and_value(loss))`` over functional_call (for tests)."""
         grads, losses = self._grads(self.unflatten(X), x, y, w)
         return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses
 
@@ -72,6 +91,13 @@ class Stack:
         """||grad F(w)||^2 with F the mean loss over (x, y)."""
         g, _ = grad_and_value(self._loss)(self.unflatten(w), x, y, torch.ones(len(y), device=x.device))
         return float(sum((t**2).sum() for t in g.values()))
+
+
+def _node_losses(module: nn.Module, logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Each node's weighted-mean loss from stacked logits (N, B, classes): one loss_fn call."""
+    n, b = y.shape
+    per_sample = loss_fn(module, logits.reshape(n * b, -1), y.reshape(-1), None, reduce=False).reshape(n, b)
+    return (per_sample * w).sum(1) / w.sum(1)
 
 
 @dataclass

@@ -23,6 +23,29 @@ from bounds import InputError
 __all__ = ["MODELS", "CifarCNN", "LeastSquares", "LogReg", "MnistCNN", "make_model"]
 
 
+def _grouped_conv(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, **kw: int) -> torch.Tensor:
+    """N nodes' convolutions in one call: h is (B, N * C_in, H, W), weight (N, C_out, C_in, k, k)."""
+    n = weight.shape[0]
+    return F.conv2d(h, weight.reshape(-1, *weight.shape[2:]), bias.reshape(-1), groups=n, **kw)
+
+
+def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """N nodes' dense layers in one batched matmul: h (N, B, in), weight (N, out, in)."""
+    return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+
+
+def _to_groups(x: torch.Tensor) -> torch.Tensor:
+    """(N, B, C, H, W) -> (B, N * C, H, W), the layout of a grouped convolution."""
+    n, b = x.shape[:2]
+    return x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
+
+
+def _from_groups(h: torch.Tensor, n: int) -> torch.Tensor:
+    """(B, N * C, H, W) -> (N, B, C * H * W)."""
+    b = h.shape[0]
+    return h.reshape(b, n, -1).transpose(0, 1)
+
+
 class MnistCNN(nn.Module):
     """Appendix C, left column."""
 
@@ -36,6 +59,16 @@ class MnistCNN(nn.Module):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         return self.fc(x.flatten(1))
+
+    @staticmethod
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """All N nodes at once: p[name] is (N, *shape), x (N, B, 1, 28, 28) -> logits (N, B, classes)."""
+        n = x.shape[0]
+        h = F.max_pool2d(
+            F.relu(_grouped_conv(_to_groups(x), p["conv1.weight"], p["conv1.bias"], padding=1)), 2
+        )
+        h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"], padding=1)), 2)
+        return _stacked_linear(_from_groups(h, n), p["fc.weight"], p["fc.bias"])
 
 
 class CifarCNN(nn.Module):
@@ -55,6 +88,18 @@ class CifarCNN(nn.Module):
         x = F.relu(self.fc1(x.flatten(1)))
         return self.fc3(F.relu(self.fc2(x)))
 
+    @staticmethod
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """All N nodes at once: x (N, B, 3, 32, 32) -> logits (N, B, classes)."""
+        n = x.shape[0]
+        h = F.max_pool2d(
+            F.relu(_grouped_conv(_to_groups(x), p["conv1.weight"], p["conv1.bias"])), 3, stride=2
+        )
+        h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"])), 3, stride=2)
+        h = F.relu(_stacked_linear(_from_groups(h, n), p["fc1.weight"], p["fc1.bias"]))
+        h = F.relu(_stacked_linear(h, p["fc2.weight"], p["fc2.bias"]))
+        return _stacked_linear(h, p["fc3.weight"], p["fc3.bias"])
+
 
 class LogReg(nn.Module):
     """Multinomial logistic regression: one linear layer with bias."""
@@ -65,6 +110,11 @@ class LogReg(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear(x.flatten(1))
+
+    @staticmethod
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """All N nodes at once: x (N, B, ...) -> (N, B, classes)."""
+        return _stacked_linear(x.flatten(2), p["linear.weight"], p["linear.bias"])
 
 
 class LeastSquares(LogReg):
@@ -92,17 +142,24 @@ def make_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.
 
 
 def loss_fn(
-    model: nn.Module, logits: torch.Tensor, y: torch.Tensor, weight: torch.Tensor | None = None
+    model: nn.Module,
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    reduce: bool = True,
 ) -> torch.Tensor:
     """Mean loss of a batch (weighted mean if ``weight`` is given, e.g. a padding mask).
 
-    Cross-entropy, or 0.5 ||output - one_hot(y)||^2 for least squares.
+    Cross-entropy, or 0.5 ||output - one_hot(y)||^2 for least squares; ``reduce=False`` gives
+    the per-sample losses.
     """
     if isinstance(model, LeastSquares):
         target = torch.zeros_like(logits).scatter(-1, y.unsqueeze(-1), 1.0)  # one-hot, vmap-safe
         per_sample = 0.5 * ((logits - target) ** 2).sum(-1)
     else:
         per_sample = F.cross_entropy(logits, y, reduction="none")
+    if not reduce:
+        return per_sample
     if weight is None:
         return per_sample.mean()
     return (per_sample * weight).sum() / weight.sum()

@@ -151,3 +151,35 @@ def test_paper_cnn_gradients_match_per_node_autograd() -> None:
 def test_iid_partition_covers_everything_once() -> None:
     parts = IID().split(np.arange(103) % 10, 7, np.random.default_rng(0))
     assert sorted(np.concatenate(parts).tolist()) == list(range(103))
+
+
+@pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn", "logreg", "lstsq"])
+def test_stacked_fast_path_equals_vmap_path(name: str) -> None:
+    from sim.models import CifarCNN
+
+    torch.manual_seed(1)
+    model, shape = {
+        "mnist_cnn": (MnistCNN(), (1, 28, 28)),
+        "cifar_cnn": (CifarCNN(), (3, 32, 32)),
+        "logreg": (LogReg(12, 4), (12,)),
+        "lstsq": (LeastSquares(12, 4), (12,)),
+    }[name]
+    model = model.double()
+    stack = Stack(model)
+    X = stack.flatten(model).repeat(3, 1) + 0.05 * torch.randn(3, stack.d, dtype=torch.float64)
+    x = torch.randn(3, 4, *shape, dtype=torch.float64)
+    y = torch.randint(0, 4, (3, 4))
+    w = torch.tensor([[1.0, 1, 1, 1], [1, 1, 0, 0], [1, 0, 1, 0]], dtype=torch.float64)
+    fast, fast_losses = stack.gradients(X, x, y, w)
+    slow, slow_losses = stack.gradients_vmap(X, x, y, w)
+    assert torch.allclose(fast, slow, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(fast_losses, slow_losses, rtol=1e-12)
+
+
+def test_sparse_gossip_equals_dense() -> None:
+    from sim.algorithms import sparse_mixing
+
+    C = mixing_matrix(ring(300))
+    X = torch.randn(300, 50, dtype=torch.float64)
+    dense = torch.as_tensor(C.toarray() if hasattr(C, "toarray") else C)
+    assert torch.allclose(sparse_mixing(C, torch.float64) @ X, dense @ X, atol=1e-12)

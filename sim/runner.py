@@ -1,0 +1,388 @@
+"""A full simulation run: config in, metrics CSV, checkpoints and a summary out.
+
+Everything is written as the run goes: ``config.json`` (the full resolved config), one
+``metrics.csv`` row per logged step (flushed at once), ``checkpoint.pt`` every
+``checkpoint_every`` steps (written to a temporary file, then renamed), and at the end
+``summary.json`` (and ``params.npz`` with ``save_params``). ``resume=True`` continues from
+the last checkpoint with the same random streams, so a resumed run equals an unbroken one.
+A diverging run (NaN or inf) stops with a message and keeps what it recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bounds import InputError, load_matrix, make_graph, mixing_matrix
+from bounds.compression import make_compressor
+from bounds.topologies import from_edge_list
+from sim.algorithms import (
+    BOTH,
+    GOSSIP,
+    LOCAL,
+    ChocoGossip,
+    ExactGossip,
+    resolve_schedule,
+    sparse_mixing,
+    step_kinds,
+)
+from sim.data import Dataset, load_dataset
+from sim.engine import BatchSampler, Stack
+from sim.models import LogReg, make_model
+from sim.partition import make_partition
+from sim.trainer import Trainer
+
+__all__ = ["COLUMNS", "RunConfig", "run"]
+
+COLUMNS = (
+    "step",
+    "round",
+    "phase",
+    "lr",
+    "batch_loss",
+    "train_loss",
+    "train_acc",
+    "test_acc",
+    "node_loss",
+    "node_acc",
+    "consensus",
+    "grad_norm2",
+    "bits",
+    "model_time",
+    "wall_time",
+)
+PHASES = {LOCAL: "local", GOSSIP: "gossip", BOTH: "both"}
+SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X below, sparse CSR above (see dfl-sim bench)
+
+
+@dataclass
+class RunConfig:
+    """Every knob of a run (the CLI's flags); ``validate`` checks them all up front."""
+
+    dataset: str = "mnist"
+    data_dir: str | None = None
+    model: str = "cnn"
+    nodes: int = 10
+    topology: str = "ring"
+    weights: str = "paper"
+    algorithm: str = "dfl"
+    tau1: int = 4
+    tau2: int = 4
+    eta: float = 0.05
+    lr_schedule: str = "constant"
+    mu: float | None = None
+    a: float | None = None
+    gamma: float = 1.0
+    compressor: str = "identity"
+    compressor_param: float | None = None
+    steps: int = 400
+    batch_size: int = 32
+    partition: str = "shards"
+    alpha: float = 0.5
+    seed: int = 0
+    device: str = "cpu"
+    out: str = "runs/latest"
+    log_every: int = 20
+    eval_samples: int = 500
+    t_comp: float = 1.0
+    t_comm: float = 1.0
+    latency: float | None = None
+    bandwidth: float | None = None
+    checkpoint_every: int = 100
+    save_params: bool = False
+    init_params: str | None = None
+    resume: bool = False
+
+    def validate(self) -> None:
+        """Raise InputError naming the first bad value."""
+        positive_ints = ("nodes", "steps", "log_every", "eval_samples", "checkpoint_every")
+        for name in positive_ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} = {value!r} is out of range (expected an integer >= 1)")
+        if not isinstance(self.batch_size, int) or self.batch_size < 0:
+            raise InputError(
+                f"batch_size = {self.batch_size!r} is out of range (expected >= 0; 0 = full local data)"
+            )
+        for name in ("eta", "t_comp", "t_comm"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        if self.lr_schedule not in ("constant", "cdfl"):
+            raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
+        if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
+            raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
+        if self.algorithm != "cdfl" and self.compressor != "identity":
+            raise InputError(
+                f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
+            )
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise InputError(f"device = {self.device!r} but no CUDA device is available (expected cpu)")
+        resolve_schedule(self.algorithm, self.tau1, self.tau2)
+
+
+def _mixing(config: RunConfig, uses_J: bool) -> np.ndarray:
+    if uses_J:
+        return np.full((config.nodes, config.nodes), 1.0 / config.nodes)
+    name = config.topology
+    if name.startswith("matrix:"):
+        C = load_matrix(name.removeprefix("matrix:"))
+    elif name.startswith("edges:"):
+        C = mixing_matrix(from_edge_list(name.removeprefix("edges:")), config.weights)
+    else:
+        C = mixing_matrix(make_graph(name, config.nodes), config.weights)
+    C = C.toarray() if hasattr(C, "toarray") else np.asarray(C)
+    if C.shape[0] != config.nodes:
+        raise InputError(f"nodes = {config.nodes} but topology {name!r} has {C.shape[0]} nodes")
+    return C
+
+
+def _learning_rate(config: RunConfig) -> float | Callable[[int], float]:
+    if config.lr_schedule == "cdfl":
+        mu, a = float(config.mu), float(config.a)
+        return lambda k: 4.0 / (mu * (a + k))
+    return float(config.eta)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> torch.Tensor:
+    if config.init_params:
+        path = Path(config.init_params)
+        if not path.is_file():
+            raise InputError(
+                f"init params file {str(path)!r} does not exist (expected an npz from --save-params)"
+            )
+        with np.load(path) as f:
+            try:
+                arrays = [
+                    torch.as_tensor(f[n]).reshape(-1, *s)[0]
+                    for n, s in zip(stack.names, stack.shapes, strict=True)
+                ]
+            except (KeyError, RuntimeError) as exc:
+                raise InputError(
+                    f"init params file {str(path)!r} does not match model {config.model!r} ({exc})"
+                ) from None
+        return torch.cat([a.reshape(-1).float() for a in arrays])
+    if isinstance(model, LogReg):  # linear models (logreg, lstsq) start from zero
+        return torch.zeros(stack.d)
+    return stack.flatten(model)
+
+
+class _Evaluator:
+    """Fixed evaluation samples; metrics of the average model u and of the nodes."""
+
+    def __init__(self, stack: Stack, data: Dataset, samples: int, seed: int, device: torch.device) -> None:
+        rng = np.random.default_rng(seed + 1)
+        tr = rng.choice(len(data.y_train), size=min(samples, len(data.y_train)), replace=False)
+        te = rng.choice(len(data.y_test), size=min(samples, len(data.y_test)), replace=False)
+        self.stack = stack
+        self.x_tr, self.y_tr = data.x_train[tr].to(device), data.y_train[tr].to(device)
+        self.x_te, self.y_te = data.x_test[te].to(device), data.y_test[te].to(device)
+
+    def __call__(self, X: torch.Tensor) -> dict[str, float]:
+        u = X.mean(0)
+        train_loss, train_acc = self.stack.evaluate(u, self.x_tr, self.y_tr)
+        _, test_acc = self.stack.evaluate(u, self.x_te, self.y_te)
+        nodes = range(
+            0, X.shape[0], -(-X.shape[0] // 4)
+        )  # at most 4 nodes, evenly spaced: evaluation stays cheap
+        node = [self.stack.evaluate(X[i], self.x_tr, self.y_tr) for i in nodes]
+        return {
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "test_acc": test_acc,
+            "node_loss": float(np.mean([n[0] for n in node])),
+            "node_acc": float(np.mean([n[1] for n in node])),
+            "consensus": float(((X - u) ** 2).sum() / X.shape[0]),
+            "grad_norm2": self.stack.full_gradient_norm2(u, self.x_tr, self.y_tr),
+        }
+
+
+def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run one simulation; returns the summary (also written to ``summary.json``)."""
+    config.validate()
+    device = torch.device(config.device)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_dataset(config.dataset, config.data_dir)
+    parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
+        data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
+    )
+    torch.manual_seed(config.seed)
+    model = make_model(config.model, data.input_shape, data.num_classes).to(device)
+    stack = Stack(model)
+    tau1, tau2, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    C_np = _mixing(config, uses_J)
+    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not uses_J:
+        C = sparse_mixing(C_np).to(device)
+    else:
+        C = torch.as_tensor(C_np, dtype=torch.float32, device=device)
+    compressor = make_compressor(config.compressor, config.compressor_param)
+    compressor.check_dimension(stack.d)
+    gossip = ChocoGossip(C, config.gamma, compressor) if config.algorithm == "cdfl" else ExactGossip(C)
+    bits_per_gossip = compressor.bits(stack.d)
+    full_bits = 32.0 * stack.d
+    if config.bandwidth:
+        t_comm = (config.latency or 0.0) + bits_per_gossip / config.bandwidth
+    else:
+        t_comm = config.t_comm * bits_per_gossip / full_bits  # --t-comm is one uncompressed gossip step
+    x0 = _initial_point(config, model, stack).to(device)
+    gen = torch.Generator(device=device).manual_seed(config.seed + 2)
+    trainer = Trainer(
+        stack,
+        x0.repeat(config.nodes, 1),
+        step_kinds(config.algorithm, tau1, tau2, config.steps),
+        _learning_rate(config),
+        gossip,
+        BatchSampler(parts, config.batch_size, config.seed, device),
+        data.x_train.to(device),
+        data.y_train.to(device),
+        tau=tau1 + tau2,
+        gen=gen,
+    )
+    evaluate = _Evaluator(stack, data, config.eval_samples, config.seed, device)
+    counters = {"bits": 0.0, "model_time": 0.0, "wall_time": 0.0}
+    checkpoint = out / "checkpoint.pt"
+    metrics = out / "metrics.csv"
+    if config.resume and checkpoint.is_file():
+        state = torch.load(checkpoint, weights_only=False)
+        trainer.X, trainer.t, counters = state["X"].to(device), state["t"], state["counters"]
+        trainer.sampler.restore(state["sampler"])
+        gen.set_state(state["gen"])
+        gossip.restore({k: v.to(device) for k, v in state["gossip"].items()})
+        rows = [r for r in csv.DictReader(metrics.open())] if metrics.is_file() else []
+        _rewrite_rows(metrics, [r for r in rows if int(r["step"]) <= trainer.t])
+    else:
+        _rewrite_rows(metrics, [])
+    _atomic_write(
+        out / "config.json",
+        lambda p: p.write_text(
+            json.dumps(
+                {
+                    **asdict(config),
+                    "resolved": {
+                        "tau1": tau1,
+                        "tau2": tau2,
+                        "d": stack.d,
+                        "bits_per_gossip": bits_per_gossip,
+                        "t_comm": t_comm,
+                        "mixing_matrix": C_np.tolist() if config.nodes <= 100 else "omitted (N > 100)",
+                    },
+                },
+                indent=1,
+            )
+        ),
+    )
+    message, start = "", time.perf_counter() - counters["wall_time"]
+    with metrics.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        if trainer.t == 0:
+            _log(writer, fh, trainer, evaluate, counters, None, "init", start)
+        while trainer.t < config.steps:
+            kind, losses = trainer.step()
+            counters["model_time"] += (config.t_comp if kind in (LOCAL, BOTH) else 0.0) + (
+                t_comm if kind in (GOSSIP, BOTH) else 0.0
+            )
+            counters["bits"] += bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
+            diverged = not bool(torch.isfinite(trainer.X).all()) or (
+                losses is not None and not bool(torch.isfinite(losses).all())
+            )
+            if diverged or trainer.t % config.log_every == 0 or trainer.t == config.steps:
+                _log(writer, fh, trainer, evaluate, counters, losses, PHASES[kind], start)
+            if diverged:
+                message = (
+                    f"diverged at step {trainer.t}: the parameters or the loss became NaN or inf "
+                    f"(expected a smaller eta than {config.eta})"
+                )
+                break
+            if trainer.t % config.checkpoint_every == 0:
+                counters["wall_time"] = time.perf_counter() - start
+                _save_checkpoint(checkpoint, trainer, gen, gossip, counters)
+            if progress:
+                progress(trainer.t, config.steps)
+    counters["wall_time"] = time.perf_counter() - start
+    if not message:
+        _save_checkpoint(checkpoint, trainer, gen, gossip, counters)
+    u = trainer.X.mean(0)
+    final_loss, _ = stack.evaluate(u, evaluate.x_tr, evaluate.y_tr)
+    _, final_acc = stack.evaluate(u, data.x_test.to(device), data.y_test.to(device))
+    summary = {
+        "final_train_loss": final_loss,
+        "final_test_accuracy": final_acc,
+        "final_consensus": float(((trainer.X - u) ** 2).sum() / config.nodes),
+        "steps": trainer.t,
+        "wall_seconds": counters["wall_time"],
+        "out_dir": str(out),
+        "diverged": bool(message),
+        "message": message,
+        "d": stack.d,
+        "bits_per_node": counters["bits"],
+        "model_time": counters["model_time"],
+    }
+    if config.save_params:
+        params = stack.unflatten(trainer.X.cpu())
+        _atomic_write(
+            out / "params.npz", lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()})
+        )
+    _atomic_write(out / "summary.json", lambda p: p.write_text(json.dumps(summary, indent=1)))
+    return summary
+
+
+def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    _atomic_write(path, write)
+
+
+def _save_checkpoint(path: Path, trainer: Trainer, gen: torch.Generator, gossip, counters: dict) -> None:
+    state = {
+        "X": trainer.X.cpu(),
+        "t": trainer.t,
+        "sampler": trainer.sampler.state(),
+        "gen": gen.get_state(),
+        "gossip": {k: v.cpu() for k, v in gossip.state().items()},
+        "counters": dict(counters),
+    }
+    _atomic_write(path, lambda p: torch.save(state, p))
+
+
+def _log(
+    writer, fh, trainer: Trainer, evaluate: _Evaluator, counters: dict, losses, phase: str, start: float
+) -> None:
+    row = {
+        "step": trainer.t,
+        "round": trainer.t // trainer.tau,
+        "phase": phase,
+        "lr": trainer.learning_rate(),
+        "batch_loss": float(losses.mean()) if losses is not None else "",
+        **evaluate(trainer.X),
+        "bits": counters["bits"],
+        "model_time": counters["model_time"],
+        "wall_time": time.perf_counter() - start,
+    }
+    writer.writerow(row)
+    fh.flush()
+
+
+def config_fields() -> list[str]:
+    """Names of every RunConfig field (for the CLI and TOML configs)."""
+    return [f.name for f in fields(RunConfig)]

@@ -1,0 +1,220 @@
+"""Runs end to end: outputs, resume, divergence, CLI errors, data errors, compressors, partitions."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bounds import InputError
+from bounds.compression import QSGD, Gossip, RandK, TopK
+from sim.cli import main
+from sim.compressors import compress_rows
+from sim.data import DataError, load_dataset
+from sim.partition import Dirichlet, Given, Shards
+from sim.runner import COLUMNS, RunConfig, run
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(3, 8)) * 2
+    y = rng.integers(0, 3, 300)
+    x = centers[y] + rng.normal(size=(300, 8))
+    path = tmp_path / "tiny.npz"
+    np.savez(path, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:], node=np.arange(240) % 6)
+    return path
+
+
+def config(tiny, tmp_path, **kw) -> RunConfig:
+    base = dict(
+        dataset=f"npz:{tiny}",
+        model="logreg",
+        nodes=6,
+        steps=24,
+        log_every=4,
+        eval_samples=60,
+        batch_size=8,
+        partition="iid",
+        out=str(tmp_path / "run"),
+        checkpoint_every=8,
+        eta=0.1,
+    )
+    return RunConfig(**{**base, **kw})
+
+
+@pytest.mark.parametrize("algorithm", ["dfl", "cdfl", "dsgd", "csgd", "sync", "local"])
+def test_every_algorithm_runs_and_records(tiny, tmp_path, algorithm: str) -> None:
+    extra = {"compressor": "top_k", "compressor_param": 5} if algorithm == "cdfl" else {}
+    summary = run(config(tiny, tmp_path, algorithm=algorithm, tau1=2, tau2=2, **extra))
+    rows = list(csv.DictReader((tmp_path / "run" / "metrics.csv").open()))
+    assert tuple(rows[0]) == COLUMNS and [int(r["step"]) for r in rows] == list(range(0, 25, 4))
+    assert not summary["diverged"] and summary["final_test_accuracy"] > 0.6
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["algorithm"] == algorithm and "mixing_matrix" in saved["resolved"]
+    gossip_steps = {"dfl": 12, "cdfl": 12, "csgd": 8, "dsgd": 24, "sync": 12, "local": 8}[algorithm]
+    bits = (5 * (32 + 5)) if algorithm == "cdfl" else 32 * 27  # d = 8 * 3 + 3
+    assert summary["bits_per_node"] == gossip_steps * bits
+
+
+def test_resume_equals_an_unbroken_run(tiny, tmp_path) -> None:
+    full = run(
+        config(
+            tiny,
+            tmp_path / "a",
+            algorithm="cdfl",
+            compressor="rand_k",
+            compressor_param=7,
+            save_params=True,
+            out=str(tmp_path / "a"),
+        )
+    )
+    run(
+        config(
+            tiny,
+            tmp_path,
+            algorithm="cdfl",
+            compressor="rand_k",
+            compressor_param=7,
+            steps=16,
+            out=str(tmp_path / "b"),
+        )
+    )
+    resumed = run(
+        config(
+            tiny,
+            tmp_path,
+            algorithm="cdfl",
+            compressor="rand_k",
+            compressor_param=7,
+            save_params=True,
+            resume=True,
+            out=str(tmp_path / "b"),
+        )
+    )
+    a, b = np.load(tmp_path / "a" / "params.npz"), np.load(tmp_path / "b" / "params.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert resumed["final_train_loss"] == full["final_train_loss"]
+    rows_a = list(csv.DictReader((tmp_path / "a" / "metrics.csv").open()))
+    rows_b = list(csv.DictReader((tmp_path / "b" / "metrics.csv").open()))
+    assert [r["train_loss"] for r in rows_a] == [r["train_loss"] for r in rows_b]
+
+
+def test_divergence_stops_and_keeps_records(tiny, tmp_path) -> None:
+    summary = run(config(tiny, tmp_path, model="lstsq", eta=1e6))
+    assert summary["diverged"] and "diverged at step" in summary["message"]
+    assert (tmp_path / "run" / "metrics.csv").read_text().count("\n") >= 2
+
+
+def test_seeds_reproduce_and_differ(tiny, tmp_path) -> None:
+    a = run(config(tiny, tmp_path, out=str(tmp_path / "1")))
+    b = run(config(tiny, tmp_path, out=str(tmp_path / "2")))
+    c = run(config(tiny, tmp_path, out=str(tmp_path / "3"), seed=5))
+    assert a["final_train_loss"] == b["final_train_loss"] != c["final_train_loss"]
+
+
+def test_mnist_out_of_the_box(tmp_path) -> None:
+    summary = run(RunConfig(steps=8, log_every=4, eval_samples=50, out=str(tmp_path / "m")))
+    assert summary["d"] == 32 * 7 * 7 * 10 + 10 + 16 * 9 + 16 + 32 * 16 * 9 + 32
+    data = load_dataset("mnist")
+    assert data.y_train[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4] and len(data.y_test) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--tau1", "0"], "tau1 = 0 is out of range"),
+        (["--algorithm", "cdfl", "--gamma", "1.5"], "gamma = 1.5 is out of range"),
+        (
+            ["--algorithm", "cdfl", "--compressor", "top_k", "--compressor-param", "100"],
+            "k = 100 exceeds the dimension d = 27",
+        ),
+        (["--topology", "moebius"], "unknown topology 'moebius'"),
+        (["--nodes", "500"], "nodes = 500 exceeds the 240 training samples"),
+        (["--partition", "given", "--nodes", "5"], "the given node ids span 0..5 for 5 nodes"),
+        (["--algorithm", "gossipsgd"], "unknown algorithm 'gossipsgd'"),
+        (["--eta", "abc"], "argument --eta: invalid float value: 'abc'"),
+    ],
+)
+def test_cli_errors_exit_2_with_one_line(tiny, tmp_path, capsys, argv: list[str], fragment: str) -> None:
+    base = [
+        "run",
+        "--dataset",
+        f"npz:{tiny}",
+        "--model",
+        "logreg",
+        "--nodes",
+        "6",
+        "--steps",
+        "4",
+        "--out",
+        str(tmp_path / "cli"),
+    ]
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main([*base, *argv]))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
+
+
+def test_cli_json_and_toml_config(tiny, tmp_path, capsys) -> None:
+    (tmp_path / "c.toml").write_text(
+        f'dataset = "npz:{tiny}"\nmodel = "logreg"\nnodes = 6\nsteps = 8\n'
+        f'log_every = 4\nout = "{tmp_path / "t"}"\n'
+    )
+    code = main(["run", "--config", str(tmp_path / "c.toml"), "--tau1", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (
+        code == 0
+        and {"final_train_loss", "final_test_accuracy", "final_consensus", "steps", "wall_seconds", "out_dir"}
+        <= data.keys()
+    )
+    assert json.loads((tmp_path / "t" / "config.json").read_text())["tau1"] == 1
+    (tmp_path / "bad.toml").write_text("colour = 3\n")
+    assert main(["run", "--config", str(tmp_path / "bad.toml")]) == 2
+
+
+def test_data_errors(tmp_path) -> None:
+    with pytest.raises(DataError, match=r"dataset 'cifar10' needs --data-dir"):
+        load_dataset("cifar10")
+    with pytest.raises(DataError, match=r"data_batch_1' does not exist"):
+        load_dataset("cifar10", tmp_path)
+    np.savez(tmp_path / "x.npz", x_train=np.zeros((3, 2)))
+    with pytest.raises(DataError, match=r"lacks y_train, x_test, y_test"):
+        load_dataset(f"npz:{tmp_path / 'x.npz'}")
+    for name in (
+        "train-images-idx3-ubyte.gz",
+        "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz",
+        "t10k-labels-idx1-ubyte.gz",
+    ):
+        with gzip.open(tmp_path / name, "wb") as fh:
+            fh.write(b"\x00\x00\x08\x01garbage")
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte.gz' is not an IDX file with magic 2051"):
+        load_dataset("mnist", tmp_path)
+
+
+def test_torch_compressors_match_numpy_reference() -> None:
+    gen = torch.Generator().manual_seed(0)
+    M = torch.randn(5, 40, dtype=torch.float64)
+    top = compress_rows(TopK(7), M, gen)
+    for i in range(5):
+        assert np.allclose(top[i].numpy(), TopK(7)(M[i].numpy()))
+    for q in (RandK(7), Gossip(0.3), QSGD(3)):
+        draws = torch.stack([((compress_rows(q, M, gen) - M) ** 2).sum(1) for _ in range(3000)])
+        exact = torch.tensor([q.expected_error(M[i].numpy()) for i in range(5)], dtype=torch.float64)
+        se = draws.std(0) / 3000**0.5
+        assert ((draws.mean(0) - exact).abs() <= 5 * se + 1e-12).all(), q
+
+
+def test_partitions() -> None:
+    labels = np.repeat(np.arange(10), 100)
+    parts = Shards().split(labels, 10, np.random.default_rng(0))
+    assert all(len(np.unique(labels[p])) <= 2 for p in parts) and sum(map(len, parts)) == 1000
+    parts = Dirichlet(0.1).split(labels, 50, np.random.default_rng(0))
+    assert all(len(p) >= 1 for p in parts) and sorted(np.concatenate(parts).tolist()) == list(range(1000))
+    with pytest.raises(InputError, match=r"node 2 has no training sample"):
+        Given(np.array([0, 1, 3, 3])).split(np.zeros(4), 4, np.random.default_rng(0))
