@@ -34,6 +34,7 @@ from bounds.compare import compare_methods
 from bounds.compression import COMPRESSORS, make_compressor
 from bounds.mixing import RULES, Matrix, load_matrix, mixing_matrix
 from bounds.optimize import BOUNDS, CostModel, optimize_dfl
+from bounds.optimize_cdfl import optimize_cdfl
 from bounds.proposition1 import dfl_bound
 from bounds.proposition2 import cdfl_bound
 from bounds.spectral import SpectralSummary, spectral_summary
@@ -111,10 +112,12 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
+    if args.bound == "cdfl":
+        return _optimize_cdfl(args)
     if args.compressor is not None:
         raise InputError(
             f"--compressor {args.compressor}: Proposition 1 assumes exact gossip, so compression would only "
-            "change the cost, not the bound; C-DFL's bound (Lemma 13) is not in the optimiser yet"
+            "change the cost, not the bound (use --bound cdfl to optimise C-DFL with Lemma 13)"
         )
     if args.t_comm is not None:
         cost = CostModel(args.t_comp, args.t_comm)
@@ -129,12 +132,76 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     zeta = _zeta_of(args, out)
     result = optimize_dfl(
-        L=args.L, sigma2=args.sigma2, N=args.nodes, gap=args.gap, zeta=zeta, cost=cost,
-        budget_seconds=args.budget_seconds, max_local_steps=args.max_local_steps,
-        max_gossip_steps=args.max_gossip_steps, max_tau1=args.max_tau1, max_tau2=args.max_tau2,
+        L=args.L,
+        sigma2=args.sigma2,
+        N=args.nodes,
+        gap=args.gap,
+        zeta=zeta,
+        cost=cost,
+        budget_seconds=args.budget_seconds,
+        max_local_steps=args.max_local_steps,
+        max_gossip_steps=args.max_gossip_steps,
+        max_tau1=args.max_tau1,
+        max_tau2=args.max_tau2,
         bound=args.bound,
-    )  # fmt: skip
+    )
     out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=args.bound, **result.to_dict())
+    return out
+
+
+def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
+    missing = [
+        f
+        for f, v in (
+            ("--mu", args.mu),
+            ("--G2", args.G2),
+            ("--dim", args.dim),
+            ("--latency", args.latency),
+            ("--bandwidth", args.bandwidth),
+        )
+        if v is None
+    ]
+    if missing:
+        raise InputError(
+            f"--bound cdfl needs {', '.join(missing)} (compression changes the cost through "
+            "message bits / bandwidth)"
+        )
+    out: dict[str, Any] = {}
+    zeta = _zeta_of(args, out)
+    if "beta_mix" not in out:
+        raise InputError("beta = ||I - C||_2 is missing (expected --beta with --zeta, or --topology)")
+    candidates = None
+    if args.compressor is not None:
+        candidates = [(args.compressor, args.compressor_param)]
+    result = optimize_cdfl(
+        L=args.L,
+        mu=args.mu,
+        sigma2_bar=args.sigma2,
+        G2=args.G2,
+        N=args.nodes,
+        zeta=zeta,
+        beta_mix=out["beta_mix"],
+        dim=args.dim,
+        t_comp=args.t_comp,
+        latency=args.latency,
+        bandwidth=args.bandwidth,
+        budget_seconds=args.budget_seconds,
+        max_local_steps=args.max_local_steps,
+        max_gossip_steps=args.max_gossip_steps,
+        max_tau1=args.max_tau1,
+        max_tau2=args.max_tau2,
+        candidates=candidates,
+    )
+    best = result.grid_frame().sort_values("bound", kind="stable").iloc[0]
+    out.update(
+        zeta=zeta,
+        bound_used="cdfl (Lemma 13)",
+        compressor=best["compressor"],
+        compressor_param=best["parameter"],
+        delta=float(best["delta"]),
+        bits_per_message=float(best["bits_per_message"]),
+        **result.to_dict(),
+    )
     return out
 
 
@@ -162,9 +229,19 @@ def _cmd_cdfl(args: argparse.Namespace) -> dict[str, Any]:
     zeta = _zeta_of(args, out)
     extras = _cdfl_extras(args, out)
     result = cdfl_bound(
-        L=args.L, sigma2_bar=args.sigma2, N=args.nodes, tau1=args.tau1, tau2=args.tau2, K=args.K, zeta=zeta,
-        a=args.a, theta=args.theta, alpha=args.alpha, init_dist2=args.init_dist2, **extras,
-    )  # fmt: skip
+        L=args.L,
+        sigma2_bar=args.sigma2,
+        N=args.nodes,
+        tau1=args.tau1,
+        tau2=args.tau2,
+        K=args.K,
+        zeta=zeta,
+        a=args.a,
+        theta=args.theta,
+        alpha=args.alpha,
+        init_dist2=args.init_dist2,
+        **extras,
+    )
     out.update(zeta=zeta, delta=extras["delta"], **result.to_dict())
     out.pop("inputs")
     return out
@@ -175,9 +252,17 @@ def _cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
     zeta = _zeta_of(args, out)
     cdfl = _cdfl_extras(args, out) if args.mu is not None else None
     rows = compare_methods(
-        L=args.L, sigma2=args.sigma2, N=args.nodes, eta=args.eta, tau1=args.tau1, tau2=args.tau2, zeta=zeta,
-        T=args.T, gap=args.gap, cdfl=cdfl,
-    )  # fmt: skip
+        L=args.L,
+        sigma2=args.sigma2,
+        N=args.nodes,
+        eta=args.eta,
+        tau1=args.tau1,
+        tau2=args.tau2,
+        zeta=zeta,
+        T=args.T,
+        gap=args.gap,
+        cdfl=cdfl,
+    )
     return {**out, "zeta": zeta, "rows": rows}
 
 
@@ -302,13 +387,22 @@ def _build_parser() -> _Parser:
     opt.add_argument("--latency", type=float, help="seconds of latency per gossip step")
     opt.add_argument("--bandwidth", type=float, help="bits per second")
     opt.add_argument("--dim", type=int, help="model dimension d (float32 messages of 32 d bits)")
-    opt.add_argument("--compressor", help="compression operator (not with Proposition 1, see the error)")
+    opt.add_argument("--compressor", choices=COMPRESSORS, help="with --bound cdfl: only this compressor")
+    opt.add_argument("--compressor-param", type=float, help="its k, p or s (with --compressor)")
+    opt.add_argument("--mu", type=float, help="strong convexity (with --bound cdfl)")
+    opt.add_argument("--G2", type=float, help="bound G^2 on E||g||^2 (with --bound cdfl)")
+    opt.add_argument("--beta", type=float, help="||I - C||_2 with --zeta (with --bound cdfl)")
     opt.add_argument("--budget-seconds", type=float, help="wall-clock budget in seconds")
     opt.add_argument("--max-local-steps", type=int, help="cap on local steps")
     opt.add_argument("--max-gossip-steps", type=int, help="cap on gossip steps")
     opt.add_argument("--max-tau1", type=int, default=50, help="largest tau1 tried (default 50)")
     opt.add_argument("--max-tau2", type=int, default=50, help="largest tau2 tried (default 50)")
-    opt.add_argument("--bound", choices=BOUNDS, default="proposition1", help="which bound to minimise")
+    opt.add_argument(
+        "--bound",
+        choices=(*BOUNDS, "cdfl"),
+        default="proposition1",
+        help="proposition1 (default), corrected, or cdfl (Lemma 13, over compressors too)",
+    )
     add_topology_options(opt)
     opt.add_argument("--json", action="store_true", help="print one JSON object")
     opt.set_defaults(run=_cmd_optimize)

@@ -28,7 +28,7 @@ import numpy as np
 from bounds import proposition1
 from bounds._checks import InputError, real_array
 
-__all__ = ["BOUNDS", "CostModel", "OptimizeResult", "optimize_dfl"]
+__all__ = ["BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
 
 BOUNDS = ("proposition1", "corrected")
 _BISECTION_STEPS = 80
@@ -156,26 +156,9 @@ def optimize_dfl(
     z = float(real_array("zeta", zeta, low=0, high=1))
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
-    if budget_seconds is None and max_local_steps is None and max_gossip_steps is None:
-        raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
-    t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
-    t2_max = int(real_array("max_tau2", max_tau2, low=1, integer=True))
-    tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
-    rounds = np.full(tau1.shape, np.inf)
-    if budget_seconds is not None:
-        seconds = float(real_array("budget_seconds", budget_seconds, low=0, low_open=True))
-        rounds = np.minimum(rounds, np.floor(seconds / (tau1 * cost.t_comp + tau2 * cost.t_comm)))
-    if max_local_steps is not None:
-        rounds = np.minimum(rounds, np.floor(real_array("max_local_steps", max_local_steps, low=1) / tau1))
-    if max_gossip_steps is not None:
-        rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
-    feasible = rounds >= 1
-    if not feasible.any():
-        cheapest = cost.t_comp + cost.t_comm
-        raise InputError(
-            f"the budget fits no round: the cheapest round (tau1 = 1, tau2 = 1) takes {cheapest:g} s, "
-            "1 local and 1 gossip step (expected a budget of at least one round)"
-        )
+    tau1, tau2, rounds, feasible = budget_grid(
+        cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2
+    )
     steps = rounds * (tau1 + tau2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
@@ -197,18 +180,55 @@ def optimize_dfl(
         "eta": eta,
         "bound": value,
     }
-    order = np.argsort(value, axis=None, kind="stable")
-    if not np.isfinite(value.flat[order[0]]):
-        raise InputError("no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)")
-    best, *rest = (np.unravel_index(i, value.shape) for i in order[: runners_up + 1])
-    cells = [{k: _plain(v[i]) for k, v in grid.items()} for i in rest if np.isfinite(value[i])]
-    at = {k: _plain(v[best]) for k, v in grid.items()}
+    at, cells = pick(grid, value, runners_up)
     message = "" if at["eta"] < at["eta_max"] else "the best eta is at eta_max: the step-size condition binds"
     return OptimizeResult(
         tau1=at["tau1"], tau2=at["tau2"], eta=at["eta"], bound=at["bound"], rounds=at["rounds"],
         steps=at["steps"], time=at["time"], eta_max=at["eta_max"], runners_up=cells, success=True,
         message=message, grid=grid,
     )  # fmt: skip
+
+
+def budget_grid(
+    cost: CostModel,
+    budget_seconds: float | None,
+    max_local_steps: int | None,
+    max_gossip_steps: int | None,
+    max_tau1: int,
+    max_tau2: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (tau1, tau2) mesh, the whole rounds K that fit the budget, and where K >= 1."""
+    if budget_seconds is None and max_local_steps is None and max_gossip_steps is None:
+        raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
+    t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
+    t2_max = int(real_array("max_tau2", max_tau2, low=1, integer=True))
+    tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
+    rounds = np.full(tau1.shape, np.inf)
+    if budget_seconds is not None:
+        seconds = float(real_array("budget_seconds", budget_seconds, low=0, low_open=True))
+        rounds = np.minimum(rounds, np.floor(seconds / (tau1 * cost.t_comp + tau2 * cost.t_comm)))
+    if max_local_steps is not None:
+        rounds = np.minimum(rounds, np.floor(real_array("max_local_steps", max_local_steps, low=1) / tau1))
+    if max_gossip_steps is not None:
+        rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
+    feasible = rounds >= 1
+    if not feasible.any():
+        cheapest = cost.t_comp + cost.t_comm
+        raise InputError(
+            f"the budget fits no round: the cheapest round (tau1 = 1, tau2 = 1) takes {cheapest:g} s, "
+            "1 local and 1 gossip step (expected a budget of at least one round)"
+        )
+    return tau1, tau2, rounds, feasible
+
+
+def pick(grid: dict[str, np.ndarray], value: np.ndarray, runners_up: int) -> tuple[dict, list[dict]]:
+    """The best cell of ``grid`` by ``value`` and the next ``runners_up`` (finite ones), as plain dicts."""
+    order = np.argsort(value, axis=None, kind="stable")
+    if not np.isfinite(value.flat[order[0]]):
+        raise InputError("no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)")
+    best, *rest = (np.unravel_index(i, value.shape) for i in order[: runners_up + 1])
+    cells = [{k: _plain(v[i]) for k, v in grid.items()} for i in rest if np.isfinite(value[i])]
+    return {k: _plain(v[best]) for k, v in grid.items()}, cells
 
 
 def _plain(x: Any) -> Any:

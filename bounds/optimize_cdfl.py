@@ -1,0 +1,131 @@
+"""The best (tau1, tau2, compressor, parameter) for C-DFL under a budget, by Lemma 13's bound.
+
+Compression changes the cost of a gossip step (``latency + bits / bandwidth``, bits from
+:meth:`bounds.compression.Compressor.bits`) and the bound (through delta, hence p and the
+contraction of CHOCO-G). For every candidate compressor the (tau1, tau2) grid is evaluated
+in one vectorised call of :func:`bounds.proposition2.cdfl_bound`; cells whose conditions
+fail are discarded. The step size is not free here: Lemma 13 fixes eta_k = 4 / (mu (a + k)),
+and we report eta_0 with the smallest valid a. The answer is only as good as Lemma 13's
+bound, which is loose by orders of magnitude (see README): compare candidates, do not read
+the number as a prediction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bounds._checks import InputError, real_array
+from bounds.compression import Compressor, make_compressor
+from bounds.optimize import CostModel, OptimizeResult, budget_grid, pick
+from bounds.proposition2 import cdfl_bound
+
+__all__ = ["default_candidates", "optimize_cdfl"]
+
+
+def default_candidates(dim: int) -> list[tuple[str, float | None]]:
+    """identity; top_k and rand_k at k/d in {1, 5, 10, 25, 50, 67, 89} %; gossip p; qsgd s."""
+    fractions = (0.01, 0.05, 0.1, 0.25, 0.5, 0.67, 0.89)
+    ks = sorted({max(1, math.ceil(f * dim)) for f in fractions})
+    return [
+        ("identity", None),
+        *[("top_k", k) for k in ks],
+        *[("rand_k", k) for k in ks],
+        *[("gossip", p) for p in (0.1, 0.2, 0.4, 0.6, 0.8)],
+        *[("qsgd", s) for s in (1, 2, 4, 8, 16, 64)],
+    ]
+
+
+def optimize_cdfl(
+    *,
+    L: float,
+    mu: float,
+    sigma2_bar: float,
+    G2: float,
+    N: int,
+    zeta: float,
+    beta_mix: float,
+    dim: int,
+    t_comp: float,
+    latency: float,
+    bandwidth: float,
+    budget_seconds: float | None = None,
+    max_local_steps: int | None = None,
+    max_gossip_steps: int | None = None,
+    max_tau1: int = 20,
+    max_tau2: int = 20,
+    candidates: list[tuple[str, float | None]] | None = None,
+    runners_up: int = 5,
+) -> OptimizeResult:
+    """Minimise Lemma 13's bound over (tau1, tau2) and the compressor (and its parameter).
+
+    ``candidates`` are (name, parameter) pairs for :func:`bounds.compression.make_compressor`;
+    the default is :func:`default_candidates`. The result's grid has one row per
+    (compressor, tau1, tau2) cell, with its delta and message bits.
+    """
+    d = int(real_array("dim", dim, low=1, integer=True))
+    pieces: list[dict[str, np.ndarray]] = []
+    for name, parameter in candidates or default_candidates(d):
+        q: Compressor = make_compressor(name, parameter)
+        bits = q.bits(d)
+        cost = CostModel.from_network(t_comp, latency=latency, bandwidth=bandwidth, dim=d, bits=bits)
+        tau1, tau2, rounds, feasible = budget_grid(
+            cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2
+        )
+        r = cdfl_bound(
+            L=L,
+            mu=mu,
+            sigma2_bar=sigma2_bar,
+            G2=G2,
+            N=N,
+            tau1=tau1,
+            tau2=tau2,
+            K=np.maximum(rounds, 1),
+            zeta=zeta,
+            delta=q.delta(d),
+            beta_mix=beta_mix,
+        )
+        ok = feasible & np.asarray(r.conditions_ok, dtype=bool)
+        shape = tau1.shape
+        pieces.append(
+            {
+                "compressor": np.full(shape, name, dtype=object),
+                "parameter": np.full(shape, None if parameter is None else float(parameter), dtype=object),
+                "delta": np.full(shape, q.delta(d)),
+                "bits_per_message": np.full(shape, bits),
+                "tau1": tau1.astype(int),
+                "tau2": tau2.astype(int),
+                "rounds": np.where(feasible, rounds, 0).astype(int),
+                "time": np.where(feasible, rounds * (tau1 * cost.t_comp + tau2 * cost.t_comm), 0.0),
+                "eta_0": np.broadcast_to(np.asarray(r.eta_0), shape).copy(),
+                "conditions_ok": ok,
+                "bound": np.where(ok, r.bound, np.inf),
+            }
+        )
+    grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
+    if not np.isfinite(grid["bound"]).any():
+        raise InputError("no (compressor, tau1, tau2) meets Lemma 13's conditions within the budget")
+    at, cells = pick(grid, grid["bound"], runners_up)
+    steps = at["rounds"] * (at["tau1"] + at["tau2"])
+    parameter = at["parameter"]
+    message = (
+        f"compressor {at['compressor']}"
+        + ("" if parameter is None else f" with parameter {parameter:g}")
+        + f" (delta = {at['delta']:.4g}, {at['bits_per_message']:g} bits per message)"
+    )
+    result = OptimizeResult(
+        tau1=at["tau1"],
+        tau2=at["tau2"],
+        eta=at["eta_0"],
+        bound=at["bound"],
+        rounds=at["rounds"],
+        steps=steps,
+        time=at["time"],
+        eta_max=at["eta_0"],
+        runners_up=cells,
+        success=True,
+        message=message,
+        grid=grid,
+    )
+    return result

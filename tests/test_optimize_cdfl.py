@@ -1,0 +1,95 @@
+"""C-DFL optimiser: brute force over compressors and (tau1, tau2) with scalar Lemma 13 calls."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bounds import InputError
+from bounds.cli import main
+from bounds.compression import make_compressor
+from bounds.optimize_cdfl import default_candidates, optimize_cdfl
+from bounds.proposition2 import cdfl_bound
+
+PROBLEM = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=1.0, N=10, zeta=0.87, beta_mix=4 / 3)
+NETWORK = dict(dim=1000, t_comp=0.01, latency=0.001, bandwidth=1e6)
+CANDIDATES = [("identity", None), ("top_k", 100), ("rand_k", 670), ("gossip", 0.5), ("qsgd", 4)]
+
+
+def test_optimum_equals_brute_force() -> None:
+    r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=5, max_tau2=5, candidates=CANDIDATES)
+    best = (math.inf, None)
+    for name, parameter in CANDIDATES:
+        q = make_compressor(name, parameter)
+        t_comm = NETWORK["latency"] + q.bits(1000) / NETWORK["bandwidth"]
+        for tau1 in range(1, 6):
+            for tau2 in range(1, 6):
+                K = math.floor(60 / (tau1 * 0.01 + tau2 * t_comm))
+                if K < 1:
+                    continue
+                b = cdfl_bound(**PROBLEM, tau1=tau1, tau2=tau2, K=K, delta=q.delta(1000))
+                if b.conditions_ok and b.bound < best[0]:
+                    best = (b.bound, (name, tau1, tau2, K))
+    name, tau1, tau2, K = best[1]
+    assert (r.tau1, r.tau2, r.rounds) == (tau1, tau2, K) and name in r.message
+    assert r.bound == pytest.approx(best[0], rel=1e-12)
+    frame = r.grid_frame()
+    assert len(frame) == 5 * 25 and set(frame["compressor"]) == {c for c, _ in CANDIDATES}
+
+
+def test_default_candidates_are_valid_for_the_dimension() -> None:
+    for name, parameter in default_candidates(37):
+        q = make_compressor(name, parameter)
+        assert 0 < q.delta(37) <= 1
+
+
+def test_budget_too_small() -> None:
+    with pytest.raises(InputError, match=r"the budget fits no round"):
+        optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=1e-6, candidates=CANDIDATES[:1])
+
+
+def test_cli_cdfl_optimize_json(capsys) -> None:
+    code = main(
+        [
+            "optimize",
+            "--bound",
+            "cdfl",
+            "--L",
+            "1",
+            "--mu",
+            "0.1",
+            "--sigma2",
+            "1",
+            "--G2",
+            "1",
+            "--nodes",
+            "10",
+            "--gap",
+            "1",
+            "--zeta",
+            "0.87",
+            "--beta",
+            "1.33",
+            "--t-comp",
+            "0.01",
+            "--latency",
+            "0.001",
+            "--bandwidth",
+            "1e6",
+            "--dim",
+            "1000",
+            "--budget-seconds",
+            "60",
+            "--max-tau1",
+            "4",
+            "--max-tau2",
+            "4",
+            "--json",
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert (
+        code == 0 and {"tau1", "tau2", "eta", "bound", "rounds", "time", "compressor", "delta"} <= data.keys()
+    )
