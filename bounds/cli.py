@@ -276,122 +276,111 @@ def _cmd_expr(args: argparse.Namespace) -> str:
     return symbolic.latex(args.name) if args.latex else symbolic.pretty(args.name)
 
 
+_FLAGS: dict[str, tuple[type, str]] = {
+    "--L": (float, "smoothness constant L"),
+    "--sigma2": (float, "gradient-noise variance sigma^2 (C-DFL: the mean sigma_bar^2)"),
+    "--nodes": (int, "number of nodes N"),
+    "--eta": (float, "learning rate eta"),
+    "--tau1": (int, "local steps per round"),
+    "--tau2": (int, "gossip steps per round"),
+    "--T": (float, "total steps T (local and gossip)"),
+    "--gap": (float, "F(u_1) - F_inf"),
+    "--K": (int, "number of rounds K"),
+    "--t-comp": (float, "seconds per local step"),
+}
+
+
+def _command(
+    sub: Any, name: str, text: str, run: Any, required: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
+    """A sub-command with its required numeric flags and --json."""
+    p = sub.add_parser(name, help=text)
+    for flag in required:
+        kind, help_text = _FLAGS[flag]
+        p.add_argument(flag, type=kind, required=True, help=help_text)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+    return p
+
+
+def _add_graph(p: argparse.ArgumentParser, *, with_choice: bool = True) -> None:
+    """--zeta | --topology (when ``with_choice``), and the weight rule and seed of a topology."""
+    if with_choice:
+        which = p.add_mutually_exclusive_group(required=True)
+        which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
+        which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    p.add_argument(
+        "--weights",
+        default="paper",
+        choices=RULES,
+        help="weight rule for a graph (default: the paper's equal weights)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of erdos-renyi (default 0)")
+
+
+def _add_cdfl(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """The inputs Lemma 13 needs beyond Proposition 1's."""
+    p.add_argument("--mu", type=float, required=required, help="strong-convexity constant mu")
+    p.add_argument("--G2", type=float, required=required, help="bound G^2 on E||g||^2")
+    p.add_argument("--beta", type=float, help="||I - C||_2 when --zeta is given")
+    p.add_argument("--delta", type=float, help="compression ratio delta in (0, 1]")
+    p.add_argument("--compressor", choices=COMPRESSORS, help="compression operator (gives delta)")
+    p.add_argument("--compressor-param", type=float, help="k (rand_k, top_k), p (gossip) or s (qsgd)")
+    p.add_argument("--dim", type=int, help="model dimension d")
+
+
 def _build_parser() -> _Parser:
     parser = _Parser(
-        prog="dfl-bounds", description="Bounds of the DFL paper: topologies, spectra and Proposition 1."
+        prog="dfl-bounds",
+        description="Bounds of the DFL paper: topologies, spectra, "
+        "Propositions 1 and 2, budget optimisation.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def add_topology_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--weights",
-            default="paper",
-            choices=RULES,
-            help="weight rule for a graph (default: the paper's equal weights)",
-        )
-        p.add_argument("--seed", type=int, default=0, help="seed of erdos-renyi (default 0)")
-
-    topo = sub.add_parser("topology", help="zeta, rho, beta of a topology")
+    topo = _command(sub, "topology", "zeta, rho, beta of a topology", _cmd_topology)
     topo.add_argument("name", help=f"one of {', '.join(TOPOLOGIES)}, edges:PATH or matrix:PATH")
     topo.add_argument("--nodes", type=int, help="number of nodes N")
-    add_topology_options(topo)
-    topo.add_argument("--json", action="store_true", help="print one JSON object")
-    topo.set_defaults(run=_cmd_topology)
+    _add_graph(topo, with_choice=False)
 
-    dfl = sub.add_parser("dfl", help="Proposition 1: bound, terms, step-size condition")
-    for flag, kind, text in [
-        ("--L", float, "smoothness constant L"),
-        ("--sigma2", float, "gradient-noise variance sigma^2"),
-        ("--nodes", int, "number of nodes N"),
-        ("--eta", float, "learning rate eta"),
-        ("--tau1", int, "local steps per round"),
-        ("--tau2", int, "gossip steps per round"),
-        ("--T", float, "total steps T (local and gossip)"),
-        ("--gap", float, "F(u_1) - F_inf"),
-    ]:
-        dfl.add_argument(flag, type=kind, required=True, help=text)
-    which = dfl.add_mutually_exclusive_group(required=True)
-    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
-    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    proposition1 = ("--L", "--sigma2", "--nodes", "--eta", "--tau1", "--tau2", "--T", "--gap")
+    dfl = _command(sub, "dfl", "Proposition 1: bound, terms, step-size condition", _cmd_dfl, proposition1)
+    _add_graph(dfl)
     dfl.add_argument(
         "--beta-var", type=float, default=0.0, help="variance-growth parameter of Lemma 2 (default 0)"
     )
-    add_topology_options(dfl)
-    dfl.add_argument("--json", action="store_true", help="print one JSON object")
-    dfl.set_defaults(run=_cmd_dfl)
 
-    def add_cdfl_options(p: argparse.ArgumentParser, required: bool) -> None:
-        p.add_argument("--mu", type=float, required=required, help="strong-convexity constant mu")
-        p.add_argument("--G2", type=float, required=required, help="bound G^2 on E||g||^2")
-        p.add_argument("--beta", type=float, help="||I - C||_2 when --zeta is given")
-        p.add_argument("--delta", type=float, help="compression ratio delta in (0, 1]")
-        p.add_argument("--compressor", choices=COMPRESSORS, help="compression operator (gives delta)")
-        p.add_argument("--compressor-param", type=float, help="k (rand_k, top_k), p (gossip) or s (qsgd)")
-        p.add_argument("--dim", type=int, help="model dimension d")
-
-    cdfl = sub.add_parser("cdfl", help="Proposition 2 / Lemma 13: C-DFL bound, terms, conditions")
-    for flag, kind, text in [
-        ("--L", float, "smoothness constant L"),
-        ("--sigma2", float, "mean per-node gradient variance sigma_bar^2"),
-        ("--nodes", int, "number of nodes N"),
-        ("--tau1", int, "local steps per round"),
-        ("--tau2", int, "gossip steps per round"),
-        ("--K", int, "number of rounds K"),
-    ]:
-        cdfl.add_argument(flag, type=kind, required=True, help=text)
-    which = cdfl.add_mutually_exclusive_group(required=True)
-    which.add_argument("--zeta", type=float, help="zeta in [0, 1)")
-    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
-    add_cdfl_options(cdfl, required=True)
+    cdfl = _command(
+        sub,
+        "cdfl",
+        "Proposition 2 / Lemma 13: C-DFL bound, terms, conditions",
+        _cmd_cdfl,
+        ("--L", "--sigma2", "--nodes", "--tau1", "--tau2", "--K"),
+    )
+    _add_graph(cdfl)
+    _add_cdfl(cdfl, required=True)
     cdfl.add_argument("--a", type=float, help="shift of eta_k = 4 / (mu (a + k)) (default: smallest valid)")
     cdfl.add_argument("--theta", type=float, help="Remark 10's theta (default p / (2 (1 - p)))")
     cdfl.add_argument("--alpha", type=float, default=1.0, help="alpha_k of Lemma 8 (default 1)")
     cdfl.add_argument("--init-dist2", type=float, help="||u0 - u*||^2 (default (2 G / mu)^2)")
-    add_topology_options(cdfl)
-    cdfl.add_argument("--json", action="store_true", help="print one JSON object")
-    cdfl.set_defaults(run=_cmd_cdfl)
 
-    compare = sub.add_parser("compare", help="DFL, C-SGD, D-SGD, local and synchronous SGD (and C-DFL)")
-    for flag, kind, text in [
-        ("--L", float, "smoothness constant L"),
-        ("--sigma2", float, "gradient-noise variance sigma^2"),
-        ("--nodes", int, "number of nodes N"),
-        ("--eta", float, "learning rate eta"),
-        ("--tau1", int, "local steps per round"),
-        ("--tau2", int, "gossip steps per round"),
-        ("--T", float, "total steps T"),
-        ("--gap", float, "F(u_1) - F_inf"),
-    ]:
-        compare.add_argument(flag, type=kind, required=True, help=text)
-    which = compare.add_mutually_exclusive_group(required=True)
-    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
-    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
-    add_cdfl_options(compare, required=False)
-    add_topology_options(compare)
-    compare.add_argument("--json", action="store_true", help="print one JSON object")
-    compare.set_defaults(run=_cmd_compare)
+    compare = _command(
+        sub, "compare", "DFL, C-SGD, D-SGD, local and synchronous SGD (and C-DFL)", _cmd_compare, proposition1
+    )
+    _add_graph(compare)
+    _add_cdfl(compare, required=False)
 
-    opt = sub.add_parser("optimize", help="best (tau1, tau2, eta) under a time or step budget")
-    for flag, kind, text in [
-        ("--L", float, "smoothness constant L"),
-        ("--sigma2", float, "gradient-noise variance sigma^2"),
-        ("--nodes", int, "number of nodes N"),
-        ("--gap", float, "F(u_1) - F_inf"),
-        ("--t-comp", float, "seconds per local step"),
-    ]:
-        opt.add_argument(flag, type=kind, required=True, help=text)
-    which = opt.add_mutually_exclusive_group(required=True)
-    which.add_argument("--zeta", type=float, help="zeta in [0, 1]")
-    which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
+    opt = _command(
+        sub,
+        "optimize",
+        "best (tau1, tau2, eta) under a time or step budget",
+        _cmd_optimize,
+        ("--L", "--sigma2", "--nodes", "--gap", "--t-comp"),
+    )
+    _add_graph(opt)
+    _add_cdfl(opt, required=False)
     opt.add_argument("--t-comm", type=float, help="seconds per gossip step")
     opt.add_argument("--latency", type=float, help="seconds of latency per gossip step")
     opt.add_argument("--bandwidth", type=float, help="bits per second")
-    opt.add_argument("--dim", type=int, help="model dimension d (float32 messages of 32 d bits)")
-    opt.add_argument("--compressor", choices=COMPRESSORS, help="with --bound cdfl: only this compressor")
-    opt.add_argument("--compressor-param", type=float, help="its k, p or s (with --compressor)")
-    opt.add_argument("--mu", type=float, help="strong convexity (with --bound cdfl)")
-    opt.add_argument("--G2", type=float, help="bound G^2 on E||g||^2 (with --bound cdfl)")
-    opt.add_argument("--beta", type=float, help="||I - C||_2 with --zeta (with --bound cdfl)")
     opt.add_argument("--budget-seconds", type=float, help="wall-clock budget in seconds")
     opt.add_argument("--max-local-steps", type=int, help="cap on local steps")
     opt.add_argument("--max-gossip-steps", type=int, help="cap on gossip steps")
@@ -403,14 +392,9 @@ def _build_parser() -> _Parser:
         default="proposition1",
         help="proposition1 (default), corrected, or cdfl (Lemma 13, over compressors too)",
     )
-    add_topology_options(opt)
-    opt.add_argument("--json", action="store_true", help="print one JSON object")
-    opt.set_defaults(run=_cmd_optimize)
 
-    bench = sub.add_parser("bench", help="time zeta on large graphs and bound grids")
+    bench = _command(sub, "bench", "time zeta on large graphs, bound grids and the optimiser", _cmd_bench)
     bench.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")
-    bench.add_argument("--json", action="store_true", help="print one JSON object")
-    bench.set_defaults(run=_cmd_bench)
 
     expr = sub.add_parser("expr", help="a formula as a sympy expression")
     expr.add_argument("name", choices=symbolic.EXPRESSIONS)
