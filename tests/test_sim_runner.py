@@ -218,3 +218,38 @@ def test_partitions() -> None:
     assert all(len(p) >= 1 for p in parts) and sorted(np.concatenate(parts).tolist()) == list(range(1000))
     with pytest.raises(InputError, match=r"node 2 has no training sample"):
         Given(np.array([0, 1, 3, 3])).split(np.zeros(4), 4, np.random.default_rng(0))
+
+
+def test_cifar10_batches_folder_and_cnn(tmp_path) -> None:
+    """A tiny folder in the standard cifar-10-batches-py layout: loads, normalises, trains the paper's CNN."""
+    import pickle
+
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(folder / name, "wb") as fh:
+            pickle.dump(
+                {
+                    b"data": rng.integers(0, 256, (8, 3072), dtype=np.uint8),
+                    b"labels": rng.integers(0, 10, 8).tolist(),
+                },
+                fh,
+            )
+    data = load_dataset("cifar10", tmp_path)
+    assert data.x_train.shape == (40, 3, 32, 32) and data.x_test.shape == (8, 3, 32, 32)
+    assert abs(float(data.x_train.mean())) < 1e-4
+    summary = run(
+        RunConfig(
+            dataset="cifar10",
+            data_dir=str(tmp_path),
+            nodes=4,
+            steps=4,
+            log_every=2,
+            eval_samples=8,
+            batch_size=2,
+            partition="iid",
+            out=str(tmp_path / "c"),
+        )
+    )
+    assert summary["d"] == 576_778 and not summary["diverged"]
