@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
-from bounds.mixing import Matrix, check_mixing_matrix
+from bounds._checks import real_array
+from bounds.mixing import Matrix
 
 __all__ = ["local_step_mask", "noise_drift"]
 
@@ -58,18 +58,6 @@ def noise_drift(C: Matrix, tau1: int, tau2: int, T: int, eta: float = 1.0, sigma
     >>> noise_drift(C, 1, 1, 4).tolist()
     [0.0, 0.5, 0.0, 0.5]
     """
-    M = check_mixing_matrix(C, require_connected=False)
-    M = M.toarray() if hasattr(M, "toarray") else M
-    eta_ = float(real_array("eta", eta, low=0, low_open=True))
-    s2 = float(real_array("sigma2", sigma2, low=0))
-    n = M.shape[0]
-    if n > 2000:
-        raise InputError(f"N = {n} is too large for the exact drift recursion (expected N <= 2000)")
-    local = local_step_mask(tau1, tau2, T)
-    centring = np.eye(n) - np.full((n, n), 1.0 / n)
-    gram = np.zeros((n, n))
-    drift = np.empty(len(local))
-    for step, is_local in enumerate(local):
-        drift[step] = np.trace(gram) / n
-        gram = gram + eta_**2 * s2 * centring if is_local else M @ gram @ M
-    return drift
+    from bounds.quadratic import exact_quadratic_dfl  # pure noise is the flat quadratic, L = 0
+
+    return exact_quadratic_dfl(C, tau1, tau2, T, eta=eta, L=0.0, sigma2=sigma2).drift

@@ -1,0 +1,59 @@
+"""The registry of checks: what each claims, how it is run, what it found."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check"]
+
+STATUSES = ("holds", "violated", "inconclusive", "could not run")
+
+
+@dataclass
+class Outcome:
+    """What a check found: a status, a one-paragraph summary, and the numbers (tables as lists of rows)."""
+
+    status: str
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim of the paper (``ref`` is the paper's numbering) and the function that tests it."""
+
+    id: str
+    ref: str
+    claim: str
+    method: str
+    run: Callable[[bool], Outcome]
+
+    def fingerprint(self, quick: bool) -> str:
+        """Changes when the check's code or mode changes (the cache key)."""
+        source = inspect.getsource(self.run)
+        return hashlib.sha256(f"{source}|quick={quick}".encode()).hexdigest()[:16]
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(
+    id: str, ref: str, claim: str, method: str
+) -> Callable[[Callable[[bool], Outcome]], Callable[[bool], Outcome]]:
+    """Register ``fn(quick) -> Outcome`` as the check of one claim."""
+
+    def register(fn: Callable[[bool], Outcome]) -> Callable[[bool], Outcome]:
+        if id in CHECKS:
+            raise ValueError(f"check {id!r} registered twice")
+        CHECKS[id] = Check(id, ref, claim, method, fn)
+        return fn
+
+    return register
