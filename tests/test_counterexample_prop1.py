@@ -38,7 +38,7 @@ def test_smallest_counterexample_found() -> None:
     by_hand = (1 + 3 * (2 / 3) ** 2 + 3 * (4 / 9) ** 2 + 2 * (8 / 27) ** 2) / 9
     assert measured == pytest.approx(by_hand, rel=1e-14)
     assert r.bound == pytest.approx(2 * 0.5 / (eta * 9))
-    assert measured > r.bound  # 0.2297 > 0.2222: Proposition 1 is violated
+    assert measured > r.bound  # 0.3446 > 0.3333: Proposition 1 is violated
     assert measured / r.bound == pytest.approx(1.0338, abs=1e-4)
 
 

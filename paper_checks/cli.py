@@ -1,0 +1,54 @@
+"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR]``: the paper's claims, checked.
+
+Exit code 0 when the checks ran, whatever they found; 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from paper_checks.report import run_checks, write_report
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dfl-check`` / ``python -m paper_checks``."""
+    parser = _Parser(prog="dfl-check", description="Check the DFL paper's claims against computation.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="reduced grids (default)")
+    mode.add_argument("--full", action="store_true", help="the full grids")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these checks")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument("--out", default="paper_checks_out", help="report folder (default paper_checks_out)")
+    args = parser.parse_args(argv)
+    quick = not args.full
+    out = Path(args.out)
+    try:
+        results = run_checks(args.only, quick, out)
+    except KeyError as exc:
+        print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    write_report(results, out, quick)
+    if args.json:
+        print(
+            json.dumps(
+                [{k: r[k] for k in ("id", "ref", "claim", "status", "summary", "evidence")} for r in results]
+            )
+        )
+    else:
+        width = max(len(r["id"]) for r in results)
+        for r in results:
+            print(f"{r['id']:<{width}}  {r['status']:<13} {r['ref']}")
+        print(f"report: {out / 'report.md'} and {out / 'report.json'}")
+    return 0

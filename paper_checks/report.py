@@ -1,0 +1,119 @@
+"""Run the registered checks (with a cache) and write report.md and report.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from paper_checks.registry import CHECKS, Check, Outcome
+
+__all__ = ["run_checks", "write_report"]
+
+
+def _cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return data if data.get("fingerprint") == fingerprint else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    return value
+
+
+def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
+    """Run (or load from cache) one check; a crash becomes 'could not run' with the reason."""
+    fingerprint = chk.fingerprint(quick)
+    path = cache_dir / f"{chk.id}-{'quick' if quick else 'full'}.json"
+    cached = _cached(path, fingerprint)
+    if cached is not None:
+        return {**cached, "cached": True}
+    start = time.perf_counter()
+    try:
+        outcome = chk.run(quick)
+    except Exception as exc:  # a check that cannot run says why; the others still run
+        outcome = Outcome(
+            "could not run", f"{type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()}
+        )
+    result = {
+        "id": chk.id,
+        "ref": chk.ref,
+        "claim": chk.claim,
+        "method": chk.method,
+        "status": outcome.status,
+        "summary": outcome.summary,
+        "evidence": _jsonable(outcome.evidence),
+        "seconds": round(time.perf_counter() - start, 2),
+        "fingerprint": fingerprint,
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, path)
+    return {**result, "cached": False}
+
+
+def run_checks(ids: list[str] | None, quick: bool, out: Path) -> list[dict[str, Any]]:
+    """Run the selected checks (all by default) in registry order."""
+    import paper_checks.theory  # noqa: F401  (registers the checks)
+
+    unknown = [i for i in ids or [] if i not in CHECKS]
+    if unknown:
+        raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
+    cache_dir = out / "cache"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return [run_one(chk, quick, cache_dir) for chk in CHECKS.values() if not ids or chk.id in ids]
+
+
+def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
+    """report.json (everything) and report.md (a table of verdicts, then each check's evidence)."""
+    (out / "report.json").write_text(json.dumps(results, indent=1))
+    lines = [
+        f"# dflkit paper checks ({'quick' if quick else 'full'})",
+        "",
+        "Each claim of the paper, how it was tested, and the verdict. `violated` is a finding about "
+        "the paper.",
+        "",
+        "| id | paper | status | summary |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(f"| {r['id']} | {r['ref']} | **{r['status']}** | {r['summary'].replace('|', '/')} |")
+    for r in results:
+        lines += [
+            "",
+            f"## {r['id']}: {r['ref']}",
+            "",
+            f"**Claim.** {r['claim']}",
+            "",
+            f"**Method.** {r['method']}",
+            "",
+            f"**Status: {r['status']}.** {r['summary']}",
+            "",
+        ]
+        evidence = {k: v for k, v in r["evidence"].items() if k not in ("table", "traceback")}
+        if evidence:
+            lines += ["```json", json.dumps(evidence, indent=1)[:4000], "```"]
+        table = r["evidence"].get("table")
+        if table:
+            head = list(table[0])
+            lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            lines += ["| " + " | ".join(_cell(row[h]) for h in head) + " |" for row in table[:60]]
+            if len(table) > 60:
+                lines.append(f"\n({len(table) - 60} more rows in report.json)")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
