@@ -262,7 +262,7 @@ def prop1_noisy(quick: bool) -> Outcome:
 )
 def prop1_non_iid(quick: bool) -> Outcome:
     rows = _prop1_grid(quick, 1.0, True)
-    status, info = _verdict(rows)
+    _, info = _verdict(rows)
     return Outcome(
         "inconclusive",
         f"{info['violations']} of {info['cells']} cells violate the bound (worst ratio "
