@@ -46,6 +46,41 @@ def _engine_step(stack: Stack, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor
     return lambda: stack.gradients(X, x, y, w)[0].mul_(eta).neg_().add_(X)
 
 
+def distributed_benchmark(quick: bool, out: str) -> dict[str, Any]:
+    """Node-steps per second with P = 1 and 2 gloo processes (MNIST CNN, 10-node ring, tau1 = tau2 = 4).
+
+    Also the bytes that crossed between processes per gossip step, against the model's size.
+    """
+    from sim.runner import RunConfig, run
+
+    steps = 40 if quick else 200
+    rows: dict[str, Any] = {}
+    for world in (1, 2):
+        summary = run(
+            RunConfig(
+                steps=steps,
+                log_every=steps,
+                eval_samples=50,
+                checkpoint_every=steps,
+                backend="distributed",
+                world_size=world,
+                out=f"{out}/p{world}",
+            )
+        )
+        local_steps = steps // 2  # tau1 = tau2 = 4
+        rows[f"P{world}"] = {
+            "node_steps_per_s": round(10 * local_steps / summary["wall_seconds"], 1),
+            "bytes_on_wire_per_gossip_step": summary["bytes_on_wire_per_gossip_step"],
+        }
+    d = 20490
+    rows["model_bytes_per_node"] = 4 * d
+    rows["note"] = (
+        "a 10-ring split 5/5 has 2 edges across the cut: each gossip step sends 2 rows each way "
+        "(4 x 4 d bytes), not all 10 models"
+    )
+    return rows
+
+
 def run_benchmarks(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
     """Measure and return the numbers listed in the module docstring."""
     dev = torch.device(device)

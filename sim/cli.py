@@ -98,7 +98,12 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     from sim.bench import run_benchmarks
 
-    return run_benchmarks(quick=args.quick, device=args.device)
+    out = run_benchmarks(quick=args.quick, device=args.device)
+    if args.distributed:
+        from sim.bench import distributed_benchmark
+
+        out["distributed"] = distributed_benchmark(args.quick, "runs/bench-distributed")
+    return out
 
 
 def _parser() -> _Parser:
@@ -112,6 +117,7 @@ def _parser() -> _Parser:
     b = sub.add_parser("bench", help="node-steps per second: vectorised engine vs reference loop")
     b.add_argument("--quick", action="store_true")
     b.add_argument("--device", default="cpu")
+    b.add_argument("--distributed", action="store_true", help="also P = 1 and 2 gloo processes")
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=_cmd_bench)
     return parser

@@ -102,6 +102,10 @@ class RunConfig:
     save_params: bool = False
     init_params: str | None = None
     resume: bool = False
+    backend: str = "local"
+    world_size: int = 1
+    timeout: float = 60.0
+    fail_at_step: int | None = None
 
     def validate(self) -> None:
         """Raise InputError naming the first bad value."""
@@ -118,6 +122,16 @@ class RunConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        if self.backend not in ("local", "distributed"):
+            raise InputError(f"backend = {self.backend!r} is unknown (expected local or distributed)")
+        if self.backend == "distributed" and not (
+            isinstance(self.world_size, int) and 1 <= self.world_size <= self.nodes
+        ):
+            raise InputError(
+                f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
+            )
+        if not self.timeout > 0:
+            raise InputError(f"timeout = {self.timeout!r} is out of range (expected seconds > 0)")
         if self.lr_schedule not in ("constant", "cdfl"):
             raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
         if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
@@ -213,8 +227,26 @@ class _Evaluator:
         }
 
 
-def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Run one simulation; returns the summary (also written to ``summary.json``)."""
+@dataclass
+class Setup:
+    """Everything a run derives from its config, identical on every process of a distributed run."""
+
+    data: Dataset
+    parts: list[np.ndarray]
+    stack: Stack
+    tau1: int
+    tau2: int
+    C: np.ndarray
+    compressor: Any
+    bits_per_gossip: float
+    t_comm: float
+    x0: torch.Tensor
+    device: torch.device
+    out: Path
+
+
+def prepare(config: RunConfig) -> Setup:
+    """Validate the config and build data, partition, model, mixing matrix, compressor and costs."""
     config.validate()
     device = torch.device(config.device)
     out = Path(config.out)
@@ -227,83 +259,150 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
     model = make_model(config.model, data.input_shape, data.num_classes).to(device)
     stack = Stack(model)
     tau1, tau2, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
-    C_np = _mixing(config, uses_J)
-    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not uses_J:
-        C = sparse_mixing(C_np).to(device)
-    else:
-        C = torch.as_tensor(C_np, dtype=torch.float32, device=device)
     compressor = make_compressor(config.compressor, config.compressor_param)
     compressor.check_dimension(stack.d)
-    gossip = ChocoGossip(C, config.gamma, compressor) if config.algorithm == "cdfl" else ExactGossip(C)
-    bits_per_gossip = compressor.bits(stack.d)
-    full_bits = 32.0 * stack.d
+    bits = compressor.bits(stack.d)
     if config.bandwidth:
-        t_comm = (config.latency or 0.0) + bits_per_gossip / config.bandwidth
+        t_comm = (config.latency or 0.0) + bits / config.bandwidth
     else:
-        t_comm = config.t_comm * bits_per_gossip / full_bits  # --t-comm is one uncompressed gossip step
+        t_comm = config.t_comm * bits / (32.0 * stack.d)  # --t-comm is one uncompressed gossip step
     x0 = _initial_point(config, model, stack).to(device)
-    gen = torch.Generator(device=device).manual_seed(config.seed + 2)
+    return Setup(
+        data, parts, stack, tau1, tau2, _mixing(config, uses_J), compressor, bits, t_comm, x0, device, out
+    )
+
+
+def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run one simulation; returns the summary (also written to ``summary.json``)."""
+    if config.backend == "distributed":
+        from sim.distributed import run_distributed
+
+        return run_distributed(config)
+    s = prepare(config)
+    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not np.allclose(s.C, 1.0 / config.nodes):
+        C = sparse_mixing(s.C).to(s.device)
+    else:
+        C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
+    gossip = ChocoGossip(C, config.gamma, s.compressor) if config.algorithm == "cdfl" else ExactGossip(C)
+    gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)
     trainer = Trainer(
-        stack,
-        x0.repeat(config.nodes, 1),
-        step_kinds(config.algorithm, tau1, tau2, config.steps),
+        s.stack,
+        s.x0.repeat(config.nodes, 1),
+        step_kinds(config.algorithm, s.tau1, s.tau2, config.steps),
         _learning_rate(config),
         gossip,
-        BatchSampler(parts, config.batch_size, config.seed, device),
-        data.x_train.to(device),
-        data.y_train.to(device),
-        tau=tau1 + tau2,
+        BatchSampler(s.parts, config.batch_size, config.seed, s.device),
+        s.data.x_train.to(s.device),
+        s.data.y_train.to(s.device),
+        tau=s.tau1 + s.tau2,
         gen=gen,
     )
-    evaluate = _Evaluator(stack, data, config.eval_samples, config.seed, device)
+    return run_loop(config, s, trainer, Single(), progress)
+
+
+class Single:
+    """The collective operations of a one-process run (identities)."""
+
+    is_main = True
+
+    def full(self, rows: torch.Tensor) -> torch.Tensor:
+        """The full N x d matrix from this process's rows."""
+        return rows
+
+    def any(self, flag: bool) -> bool:
+        """Whether ``flag`` is true on any process."""
+        return flag
+
+    def restore_rows(self, full: torch.Tensor) -> torch.Tensor:
+        """This process's rows of a full N x d matrix."""
+        return full
+
+    def extra_summary(self) -> dict[str, Any]:
+        return {}
+
+
+def run_loop(
+    config: RunConfig,
+    s: Setup,
+    trainer: Trainer,
+    comm: Any,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The step loop: logging, checkpoints, divergence checks (files written by the main process)."""
+    gossip, gen = trainer.gossip, trainer.gen
+    evaluate = _Evaluator(s.stack, s.data, config.eval_samples, config.seed, s.device)
     counters = {"bits": 0.0, "model_time": 0.0, "wall_time": 0.0}
-    checkpoint = out / "checkpoint.pt"
-    metrics = out / "metrics.csv"
+    checkpoint, metrics = s.out / "checkpoint.pt", s.out / "metrics.csv"
     if config.resume and checkpoint.is_file():
         state = torch.load(checkpoint, weights_only=False)
-        trainer.X, trainer.t, counters = state["X"].to(device), state["t"], state["counters"]
+        trainer.X, trainer.t, counters = (
+            comm.restore_rows(state["X"].to(s.device)),
+            state["t"],
+            state["counters"],
+        )
         trainer.sampler.restore(state["sampler"])
         gen.set_state(state["gen"])
-        gossip.restore({k: v.to(device) for k, v in state["gossip"].items()})
+        gossip.restore({k: v.to(s.device) for k, v in state["gossip"].items()})
         rows = [r for r in csv.DictReader(metrics.open())] if metrics.is_file() else []
-        _rewrite_rows(metrics, [r for r in rows if int(r["step"]) <= trainer.t])
-    else:
+        if comm.is_main:
+            _rewrite_rows(metrics, [r for r in rows if int(r["step"]) <= trainer.t])
+    elif comm.is_main:
         _rewrite_rows(metrics, [])
-    _atomic_write(
-        out / "config.json",
-        lambda p: p.write_text(
-            json.dumps(
-                {
-                    **asdict(config),
-                    "resolved": {
-                        "tau1": tau1,
-                        "tau2": tau2,
-                        "d": stack.d,
-                        "bits_per_gossip": bits_per_gossip,
-                        "t_comm": t_comm,
-                        "mixing_matrix": C_np.tolist() if config.nodes <= 100 else "omitted (N > 100)",
-                    },
-                },
-                indent=1,
-            )
-        ),
-    )
+    if comm.is_main:
+        resolved = {
+            "tau1": s.tau1,
+            "tau2": s.tau2,
+            "d": s.stack.d,
+            "bits_per_gossip": s.bits_per_gossip,
+            "t_comm": s.t_comm,
+            "mixing_matrix": s.C.tolist() if config.nodes <= 100 else "omitted (N > 100)",
+        }
+        _atomic_write(
+            s.out / "config.json",
+            lambda p: p.write_text(json.dumps({**asdict(config), "resolved": resolved}, indent=1)),
+        )
     message, start = "", time.perf_counter() - counters["wall_time"]
-    with metrics.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+    fh = metrics.open("a", newline="") if comm.is_main else None
+    writer = csv.DictWriter(fh, fieldnames=COLUMNS) if fh else None
+
+    def log(losses: torch.Tensor | None, phase: str) -> None:
+        X = comm.full(trainer.X)
+        batch = comm.full(losses) if losses is not None else None
+        if comm.is_main:
+            _log(
+                writer,
+                fh,
+                trainer.t,
+                trainer.tau,
+                trainer.learning_rate(),
+                X,
+                evaluate,
+                counters,
+                batch,
+                phase,
+                start,
+            )
+
+    def save() -> None:
+        X, hat = comm.full(trainer.X), {k: comm.full(v) for k, v in gossip.state().items()}
+        if comm.is_main:
+            _save_checkpoint(checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters)
+
+    try:
         if trainer.t == 0:
-            _log(writer, fh, trainer, evaluate, counters, None, "init", start)
+            log(None, "init")
         while trainer.t < config.steps:
             kind, losses = trainer.step()
             counters["model_time"] += (config.t_comp if kind in (LOCAL, BOTH) else 0.0) + (
-                t_comm if kind in (GOSSIP, BOTH) else 0.0
+                s.t_comm if kind in (GOSSIP, BOTH) else 0.0
             )
-            counters["bits"] += bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-            diverged = not bool(torch.isfinite(trainer.X).all()) or (
-                losses is not None and not bool(torch.isfinite(losses).all())
+            counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
+            diverged = comm.any(
+                not bool(torch.isfinite(trainer.X).all())
+                or (losses is not None and not bool(torch.isfinite(losses).all()))
             )
             if diverged or trainer.t % config.log_every == 0 or trainer.t == config.steps:
-                _log(writer, fh, trainer, evaluate, counters, losses, PHASES[kind], start)
+                log(losses, PHASES[kind])
             if diverged:
                 message = (
                     f"diverged at step {trainer.t}: the parameters or the loss became NaN or inf "
@@ -312,34 +411,43 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
                 break
             if trainer.t % config.checkpoint_every == 0:
                 counters["wall_time"] = time.perf_counter() - start
-                _save_checkpoint(checkpoint, trainer, gen, gossip, counters)
+                save()
             if progress:
                 progress(trainer.t, config.steps)
-    counters["wall_time"] = time.perf_counter() - start
-    if not message:
-        _save_checkpoint(checkpoint, trainer, gen, gossip, counters)
-    u = trainer.X.mean(0)
-    final_loss, _ = stack.evaluate(u, evaluate.x_tr, evaluate.y_tr)
-    _, final_acc = stack.evaluate(u, data.x_test.to(device), data.y_test.to(device))
+        counters["wall_time"] = time.perf_counter() - start
+        if not message:
+            save()
+        X = comm.full(trainer.X)
+        extra = comm.extra_summary()  # a collective: every process takes part
+    finally:
+        if fh:
+            fh.close()
+    if not comm.is_main:
+        return {}
+    u = X.mean(0)
+    final_loss, _ = s.stack.evaluate(u, evaluate.x_tr, evaluate.y_tr)
+    _, final_acc = s.stack.evaluate(u, s.data.x_test.to(s.device), s.data.y_test.to(s.device))
     summary = {
         "final_train_loss": final_loss,
         "final_test_accuracy": final_acc,
-        "final_consensus": float(((trainer.X - u) ** 2).sum() / config.nodes),
+        "final_consensus": float(((X - u) ** 2).sum() / config.nodes),
         "steps": trainer.t,
         "wall_seconds": counters["wall_time"],
-        "out_dir": str(out),
+        "out_dir": str(s.out),
         "diverged": bool(message),
         "message": message,
-        "d": stack.d,
+        "d": s.stack.d,
         "bits_per_node": counters["bits"],
         "model_time": counters["model_time"],
+        **extra,
     }
     if config.save_params:
-        params = stack.unflatten(trainer.X.cpu())
+        params = s.stack.unflatten(X.cpu())
         _atomic_write(
-            out / "params.npz", lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()})
+            s.out / "params.npz",
+            lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()}),
         )
-    _atomic_write(out / "summary.json", lambda p: p.write_text(json.dumps(summary, indent=1)))
+    _atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(summary, indent=1)))
     return summary
 
 
@@ -353,28 +461,46 @@ def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
     _atomic_write(path, write)
 
 
-def _save_checkpoint(path: Path, trainer: Trainer, gen: torch.Generator, gossip, counters: dict) -> None:
+def _save_checkpoint(
+    path: Path,
+    X: torch.Tensor,
+    t: int,
+    sampler: BatchSampler,
+    gen: torch.Generator,
+    hat: dict[str, torch.Tensor],
+    counters: dict,
+) -> None:
     state = {
-        "X": trainer.X.cpu(),
-        "t": trainer.t,
-        "sampler": trainer.sampler.state(),
+        "X": X.cpu(),
+        "t": t,
+        "sampler": sampler.state(),
         "gen": gen.get_state(),
-        "gossip": {k: v.cpu() for k, v in gossip.state().items()},
+        "gossip": {k: v.cpu() for k, v in hat.items()},
         "counters": dict(counters),
     }
     _atomic_write(path, lambda p: torch.save(state, p))
 
 
 def _log(
-    writer, fh, trainer: Trainer, evaluate: _Evaluator, counters: dict, losses, phase: str, start: float
+    writer,
+    fh,
+    step: int,
+    tau: int,
+    lr: float,
+    X: torch.Tensor,
+    evaluate: _Evaluator,
+    counters: dict,
+    losses: torch.Tensor | None,
+    phase: str,
+    start: float,
 ) -> None:
     row = {
-        "step": trainer.t,
-        "round": trainer.t // trainer.tau,
+        "step": step,
+        "round": step // tau,
         "phase": phase,
-        "lr": trainer.learning_rate(),
+        "lr": lr,
         "batch_loss": float(losses.mean()) if losses is not None else "",
-        **evaluate(trainer.X),
+        **evaluate(X),
         "bits": counters["bits"],
         "model_time": counters["model_time"],
         "wall_time": time.perf_counter() - start,

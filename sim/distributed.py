@@ -1,0 +1,283 @@
+"""The same runs on torch.distributed (gloo): N nodes split across P processes.
+
+``dfl-sim run ... --backend distributed --world-size P`` starts P processes on this machine;
+under ``torchrun`` (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) the same command runs one
+process per rank, across machines::
+
+    torchrun --nnodes M --nproc-per-node P --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+        -m sim run --backend distributed --world-size $((M * P)) [the usual flags]
+
+Process r owns a contiguous block of nodes and runs them with the vectorised engine. A gossip
+step sends each process only the rows its nodes' neighbours need, point to point between the
+ranks that share an edge (no all-gather of models). In C-DFL only the compressed messages
+travel (top_k / rand_k as int32 indices + float32 values; the other compressors as dense
+float32 rows, since we do not bit-pack), every process keeps replicas of its neighbours'
+x_hat, and the bytes that really crossed are counted and reported beside the modelled bits.
+Mini-batches are drawn from the same global random stream as in one process and sliced, so
+DFL and C-DFL with a deterministic compressor give the single-process trajectory (rand_k,
+gossip and qsgd draw per process: the same distribution, another sample).
+
+Faults: every collective and point-to-point call has the ``--timeout``; a process that dies
+makes the launcher stop the others, and one that hangs makes them fail after the timeout,
+never wait forever. The run resumes from its last checkpoint with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
+
+from bounds import InputError
+from bounds.compression import RandK, TopK
+from sim.algorithms import step_kinds
+from sim.compressors import compress_rows
+from sim.engine import BatchSampler
+from sim.runner import RunConfig, Setup, _learning_rate, prepare, run_loop
+from sim.trainer import Trainer
+
+__all__ = ["DistributedGossip", "run_distributed"]
+
+
+def _blocks(nodes: int, world: int) -> list[np.ndarray]:
+    return np.array_split(np.arange(nodes), world)
+
+
+class Comm:
+    """Collectives of one rank: gather rows to rank 0, OR of flags, slicing of full matrices."""
+
+    def __init__(self, rank: int, world: int, blocks: list[np.ndarray], gossip: DistributedGossip) -> None:
+        self.rank, self.world, self.blocks, self.gossip = rank, world, blocks, gossip
+        self.is_main = rank == 0
+
+    def full(self, rows: torch.Tensor) -> torch.Tensor | None:
+        parts = [torch.empty((len(b), *rows.shape[1:]), dtype=rows.dtype) for b in self.blocks]
+        dist.all_gather(parts, rows.contiguous())
+        return torch.cat(parts) if self.is_main else None
+
+    def any(self, flag: bool) -> bool:
+        t = torch.tensor([1.0 if flag else 0.0])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item() > 0)
+
+    def restore_rows(self, full: torch.Tensor) -> torch.Tensor:
+        return full[torch.as_tensor(self.blocks[self.rank])].clone()
+
+    def extra_summary(self) -> dict[str, Any]:
+        sent = torch.tensor([float(self.gossip.bytes_sent)], dtype=torch.float64)
+        dist.all_reduce(sent)
+        return {
+            "world_size": self.world,
+            "bytes_on_wire": float(sent.item()),
+            "bytes_on_wire_per_gossip_step": float(sent.item()) / max(self.gossip.steps, 1),
+        }
+
+
+class RowSampler:
+    """The global mini-batch stream (identical on every rank), sliced to this rank's nodes."""
+
+    def __init__(self, sampler: BatchSampler, own: np.ndarray) -> None:
+        self.sampler, self.own = sampler, torch.as_tensor(own)
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        idx, weight = self.sampler.next()
+        return idx[self.own], weight[self.own]
+
+    def state(self) -> torch.Tensor:
+        return self.sampler.state()
+
+    def restore(self, state: torch.Tensor) -> None:
+        self.sampler.restore(state)
+
+
+class DistributedGossip:
+    """Gossip (exact or CHOCO-G) on this rank's rows, exchanging only what neighbours need."""
+
+    def __init__(
+        self,
+        C: np.ndarray,
+        blocks: list[np.ndarray],
+        rank: int,
+        *,
+        choco: bool,
+        gamma: float,
+        compressor: Any,
+    ) -> None:
+        self.rank, self.choco, self.gamma, self.compressor = rank, choco, gamma, compressor
+        own = blocks[rank]
+        self.give: dict[int, np.ndarray] = {}
+        self.need: dict[int, np.ndarray] = {}
+        for q, theirs in enumerate(blocks):
+            if q == rank:
+                continue
+            link = C[np.ix_(own, theirs)] != 0
+            if link.any():
+                self.give[q] = np.flatnonzero(link.any(axis=1))  # local row numbers of ours they need
+                self.need[q] = theirs[link.any(axis=0)]  # global ids of theirs we need
+        columns = np.concatenate([own, *self.need.values()]) if self.need else own
+        self.block = torch.as_tensor(C[np.ix_(own, columns)], dtype=torch.float32)
+        self.bytes_sent = 0
+        self.steps = 0
+        self.hat: torch.Tensor | None = None  # own x_hat rows
+        self.hat_need: dict[int, torch.Tensor] = {}
+
+    def _exchange(
+        self,
+        outgoing: dict[int, list[torch.Tensor]],
+        shapes: dict[int, list[tuple]],
+        dtypes: list[torch.dtype],
+    ) -> dict[int, list[torch.Tensor]]:
+        requests, incoming = [], {}
+        for q in sorted(set(self.give) | set(self.need)):
+            if q in self.give:
+                for t in outgoing[q]:
+                    t = t.contiguous()
+                    self.bytes_sent += t.numel() * t.element_size()
+                    requests.append(dist.isend(t, dst=q))
+            if q in self.need:
+                incoming[q] = [
+                    torch.empty(shape, dtype=dt) for shape, dt in zip(shapes[q], dtypes, strict=True)
+                ]
+                requests.extend(dist.irecv(t, src=q) for t in incoming[q])
+        for r in requests:
+            r.wait()
+        return incoming
+
+    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        self.steps += 1
+        d = X.shape[1]
+        if not self.choco:
+            got = self._exchange(
+                {q: [X[g]] for q, g in self.give.items()},
+                {q: [(len(n), d)] for q, n in self.need.items()},
+                [X.dtype],
+            )
+            return self.block @ torch.cat([X, *(got[q][0] for q in self.need)])
+        if self.hat is None:
+            self.hat = torch.zeros_like(X)
+            self.hat_need = {q: torch.zeros(len(n), d, dtype=X.dtype) for q, n in self.need.items()}
+        hats = torch.cat([self.hat, *(self.hat_need[q] for q in self.need)])
+        X = X + self.gamma * (self.block @ hats - self.hat)
+        q_rows = compress_rows(self.compressor, X - self.hat, gen)
+        self.hat = self.hat + q_rows
+        if isinstance(self.compressor, TopK | RandK):  # only the kept coordinates travel
+            k = self.compressor.k
+            keep = {q: (q_rows[g] != 0).to(torch.int8).topk(k, dim=1).indices for q, g in self.give.items()}
+            out = {q: [keep[q].to(torch.int32), q_rows[g].gather(1, keep[q])] for q, g in self.give.items()}
+            got = self._exchange(
+                out, {q: [(len(n), k), (len(n), k)] for q, n in self.need.items()}, [torch.int32, X.dtype]
+            )
+            for q, (index, values) in got.items():
+                self.hat_need[q] = self.hat_need[q].scatter_add(1, index.long(), values)
+        else:
+            got = self._exchange(
+                {q: [q_rows[g]] for q, g in self.give.items()},
+                {q: [(len(n), d)] for q, n in self.need.items()},
+                [X.dtype],
+            )
+            for q, (rows,) in got.items():
+                self.hat_need[q] = self.hat_need[q] + rows
+        return X
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {} if self.hat is None else {"X_hat": self.hat}
+
+    def restore(self, state: dict[str, torch.Tensor]) -> None:
+        return None  # restored by _worker from the full x_hat
+
+
+def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
+    if "OMP_NUM_THREADS" not in os.environ:  # P processes share the cores instead of oversubscribing them
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    dist.init_process_group(
+        "gloo",
+        init_method=init,
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=config.timeout),
+    )
+    try:
+        s: Setup = prepare(config)
+        blocks = _blocks(config.nodes, world)
+        own = blocks[rank]
+        gossip = DistributedGossip(
+            s.C, blocks, rank, choco=config.algorithm == "cdfl", gamma=config.gamma, compressor=s.compressor
+        )
+        gen = torch.Generator().manual_seed(config.seed + 2 + 1000 * rank)
+        sampler = RowSampler(BatchSampler(s.parts, config.batch_size, config.seed, s.device), own)
+        trainer = Trainer(
+            s.stack,
+            s.x0.repeat(len(own), 1),
+            step_kinds(config.algorithm, s.tau1, s.tau2, config.steps),
+            _learning_rate(config),
+            gossip,
+            sampler,
+            s.data.x_train,
+            s.data.y_train,
+            tau=s.tau1 + s.tau2,
+            gen=gen,
+        )
+        comm = Comm(rank, world, blocks, gossip)
+        if config.resume and (s.out / "checkpoint.pt").is_file():
+            state = torch.load(s.out / "checkpoint.pt", weights_only=False)
+            if "X_hat" in state["gossip"]:
+                full_hat = state["gossip"]["X_hat"]
+                gossip.hat = full_hat[torch.as_tensor(own)].clone()
+                gossip.hat_need = {q: full_hat[torch.as_tensor(n)].clone() for q, n in gossip.need.items()}
+        if config.fail_at_step is not None and rank == world - 1:
+            _fail_later(trainer, config.fail_at_step)
+        run_loop(config, s, trainer, comm)
+    finally:
+        dist.destroy_process_group()
+
+
+def _fail_later(trainer: Trainer, step: int) -> None:
+    """Fault injection for tests: this process dies when it reaches ``step``."""
+    original = trainer.step
+
+    def step_then_die() -> tuple[int, Any]:
+        if trainer.t >= step:
+            os._exit(3)
+        return original()
+
+    trainer.step = step_then_die  # type: ignore[method-assign]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_distributed(config: RunConfig) -> dict[str, Any]:
+    """Run ``config`` on ``config.world_size`` gloo processes; returns rank 0's summary."""
+    config.validate()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # launched by torchrun: one rank per process
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        _worker(rank, config, world, "env://")
+    else:
+        world = config.world_size
+        try:
+            mp.start_processes(
+                _worker,
+                args=(config, world, f"tcp://127.0.0.1:{_free_port()}"),
+                nprocs=world,
+                join=True,
+                start_method="spawn",
+            )
+        except ProcessException as exc:
+            raise InputError(
+                f"distributed run failed: {exc} (the other processes were stopped; "
+                "rerun with --resume to continue from the last checkpoint)"
+            ) from None
+    path = os.path.join(config.out, "summary.json")
+    with open(path) as fh:
+        return json.load(fh)

@@ -1,0 +1,83 @@
+"""torch.distributed backend (gloo, P = 2): same results, only neighbours' rows travel, faults stop."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from bounds import InputError
+from sim.runner import RunConfig, run
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(3, 8)) * 2
+    y = rng.integers(0, 3, 300)
+    x = centers[y] + rng.normal(size=(300, 8))
+    path = tmp_path / "tiny.npz"
+    np.savez(path, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:])
+    return path
+
+
+def base(tiny, out, **kw) -> RunConfig:
+    return RunConfig(
+        **{
+            **dict(
+                dataset=f"npz:{tiny}",
+                model="logreg",
+                nodes=6,
+                steps=50,
+                log_every=10,
+                eval_samples=60,
+                batch_size=8,
+                partition="iid",
+                eta=0.1,
+                tau1=2,
+                tau2=3,
+                save_params=True,
+                out=str(out),
+                checkpoint_every=10,
+            ),
+            **kw,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "extra", "wire"),
+    [
+        ("dfl", {}, 2 * 2 * 27 * 4),  # per gossip step: 2 ranks x 2 boundary rows x d = 27 float32
+        ("cdfl", {"compressor": "top_k", "compressor_param": 5, "gamma": 0.8}, 2 * 2 * 5 * (4 + 4)),
+    ],
+)
+def test_two_processes_match_one_after_50_steps(tiny, tmp_path, algorithm, extra, wire) -> None:
+    one = run(base(tiny, tmp_path / "one", algorithm=algorithm, **extra))
+    two = run(base(tiny, tmp_path / "two", algorithm=algorithm, backend="distributed", world_size=2, **extra))
+    a, b = np.load(tmp_path / "one" / "params.npz"), np.load(tmp_path / "two" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5  # float32 summation order only
+    assert two["final_train_loss"] == pytest.approx(one["final_train_loss"], rel=1e-5)
+    assert two["bytes_on_wire_per_gossip_step"] == wire and two["world_size"] == 2
+    assert json.loads((tmp_path / "two" / "summary.json").read_text())["steps"] == 50
+
+
+def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path) -> None:
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"distributed run failed: .*rerun with --resume"):
+        run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, fail_at_step=25, timeout=20))
+    assert time.perf_counter() - start < 60
+    resumed = run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True))
+    run(base(tiny, tmp_path / "c"))
+    assert resumed["steps"] == 50
+    a, b = np.load(tmp_path / "f" / "params.npz"), np.load(tmp_path / "c" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
+
+
+def test_world_size_is_validated(tiny, tmp_path) -> None:
+    with pytest.raises(
+        InputError, match=r"world_size = 7 is out of range \(expected 1 <= world_size <= nodes\)"
+    ):
+        run(base(tiny, tmp_path, backend="distributed", world_size=7))
