@@ -135,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
         return 2
+    if not out:  # a non-zero torchrun rank: rank 0 reports
+        return 0
     if args.json:
         print(json.dumps(out, allow_nan=False))
     else:

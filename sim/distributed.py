@@ -263,6 +263,8 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # launched by torchrun: one rank per process
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         _worker(rank, config, world, "env://")
+        if rank != 0:
+            return {}  # only rank 0 reports
     else:
         world = config.world_size
         try:
