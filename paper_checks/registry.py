@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check"]
+__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "load_checks"]
 
 STATUSES = ("holds", "violated", "inconclusive", "could not run")
 
@@ -37,8 +37,12 @@ class Check:
     run: Callable[[bool], Outcome]
 
     def fingerprint(self, quick: bool) -> str:
-        """Changes when the check's code or mode changes (the cache key)."""
-        source = inspect.getsource(self.run)
+        """Changes when the code of the check's module or the mode changes (the cache key).
+
+        Changes elsewhere (e.g. in ``sim``) are not seen: delete ``<out>/cache`` (and ``<out>/runs``)
+        after changing the simulator.
+        """
+        source = inspect.getsource(inspect.getmodule(self.run))
         return hashlib.sha256(f"{source}|quick={quick}".encode()).hexdigest()[:16]
 
 
@@ -57,3 +61,11 @@ def check(
         return fn
 
     return register
+
+
+def load_checks() -> dict[str, Check]:
+    """Import every module of checks (which registers them) and return the registry."""
+    import paper_checks.experiments
+    import paper_checks.theory  # noqa: F401
+
+    return CHECKS

@@ -66,14 +66,43 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
 
 def run_checks(ids: list[str] | None, quick: bool, out: Path) -> list[dict[str, Any]]:
     """Run the selected checks (all by default) in registry order."""
-    import paper_checks.theory  # noqa: F401  (registers the checks)
+    import paper_checks.experiments
+    import paper_checks.theory
 
     unknown = [i for i in ids or [] if i not in CHECKS]
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
+    paper_checks.experiments.OUT[0] = out / "runs"
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     return [run_one(chk, quick, cache_dir) for chk in CHECKS.values() if not ids or chk.id in ids]
+
+
+def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
+    """The figures of one check (PNG + PDF under ``folder``); returns the PNG paths."""
+    from plots.figures import check_curves, drift_vs_bound, fig3_variance, save
+
+    evidence, made = result["evidence"], []
+    if result["id"] == "fig3-variance":
+        made.append(save(fig3_variance([r["variance"] for r in evidence["variance"]]), folder / "fig3")[0])
+    if result["id"] == "local-drift" and "table" in evidence:
+        made.append(save(drift_vs_bound(evidence["table"]), folder / "drift_vs_bound")[0])
+    curves = evidence.get("curves")
+    if curves:
+        groups = curves if all(isinstance(v, dict) for v in curves.values()) else {"": curves}
+        for group, series in groups.items():
+            name = f"{result['id']}{'-' + group if group else ''}"
+            title = f"{result['ref']}: {group.replace('_', ' ')}" if group else result["ref"]
+            x = 4 if group == "same_local_steps" else 0
+            made.append(save(check_curves(series, title, x=x), folder / name)[0])
+            if result["id"] == "fig9-cdfl":
+                made.append(
+                    save(
+                        check_curves(series, f"{result['ref']} (wall-clock)", x=3),
+                        folder / f"{name}-wallclock",
+                    )[0]
+                )
+    return made
 
 
 def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
@@ -102,7 +131,9 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
             f"**Status: {r['status']}.** {r['summary']}",
             "",
         ]
-        evidence = {k: v for k, v in r["evidence"].items() if k not in ("table", "traceback")}
+        for png in _figures(r, out / "figures"):
+            lines += [f"![{png.stem}](figures/{png.name})", ""]
+        evidence = {k: v for k, v in r["evidence"].items() if k not in ("table", "traceback", "curves")}
         if evidence:
             lines += ["```json", json.dumps(evidence, indent=1)[:4000], "```"]
         table = r["evidence"].get("table")

@@ -12,6 +12,7 @@ A missing or corrupt file is an :class:`DataError` naming the file and the forma
 
 from __future__ import annotations
 
+import functools
 import gzip
 import pickle
 from dataclasses import dataclass
@@ -74,8 +75,12 @@ def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
     return body.reshape(shape)
 
 
+@functools.lru_cache(maxsize=2)
 def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
-    """MNIST from the four IDX .gz files in ``directory`` (default: the copy shipped with dflkit)."""
+    """MNIST from the four IDX .gz files in ``directory`` (default: the copy shipped with dflkit).
+
+    Cached per process (read-only tensors are shared by the runs of one sweep).
+    """
     images = {k: _read_idx(directory / MNIST_FILES[k], 2051, 3) for k in ("x_train", "x_test")}
     labels = {k: _read_idx(directory / MNIST_FILES[k], 2049, 1) for k in ("y_train", "y_test")}
 

@@ -1,0 +1,138 @@
+"""Figures: a run's curves, the paper-check figures and the optimiser's bound heatmap.
+
+Paper checks: Fig. 3, Figs. 6-9 curves, drift against its bound. Each function returns a
+matplotlib Figure; :func:`save` writes PNG + PDF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+__all__ = ["bound_heatmap", "check_curves", "drift_vs_bound", "fig3_variance", "run_curves", "save"]
+
+RUN_PANELS = (
+    ("train_loss", "training loss of $u_t$"),
+    ("test_acc", "test accuracy of $u_t$"),
+    ("consensus", r"consensus $\|X_t(I-J)\|_F^2/N$"),
+    ("grad_norm2", r"$\|\nabla F(u_t)\|^2$"),
+)
+
+
+def save(fig: Figure, path: str | Path) -> list[Path]:
+    """Write ``path`` as .png and .pdf; returns both paths."""
+    base = Path(path).with_suffix("")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    out = [base.with_suffix(".png"), base.with_suffix(".pdf")]
+    for p in out:
+        fig.savefig(p, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return out
+
+
+def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
+    """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time)."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    xlabel = {"step": "step $t$ (local and gossip)", "model_time": "modelled wall-clock (time units)"}.get(
+        x, x
+    )
+    for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
+        for name, frame in runs.items():
+            ax.plot(frame[x], frame[column], label=name)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(label)
+        if column in ("consensus", "grad_norm2"):
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], title: str, x: int = 0) -> Figure:
+    """Training loss and test accuracy per configuration (mean over seeds, band = min..max).
+
+    ``curves[label]`` is a list (seeds) of rows [step, train_loss, test_acc, model_time, local steps];
+    ``x`` picks the column of the horizontal axis (0 = step, 3 = modelled wall-clock, 4 = local steps).
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, seeds in curves.items():
+        arr = np.array(seeds, dtype=float)  # seeds x points x 4
+        xs = arr[0, :, x]
+        for ax, col in ((left, 1), (right, 2)):
+            ax.plot(xs, arr[:, :, col].mean(0), label=label)
+            ax.fill_between(xs, arr[:, :, col].min(0), arr[:, :, col].max(0), alpha=0.2)
+    xlabel = {0: "step $t$ (local and gossip)", 3: "modelled wall-clock (time units)", 4: "local steps"}[x]
+    for ax, ylabel in ((left, "training loss of $u_t$"), (right, "test accuracy of $u_t$")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def fig3_variance(variance: Sequence[float]) -> Figure:
+    """Fig. 3: variance of node 3's coefficients of the initial parameters against gossip steps."""
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.semilogy(range(len(variance)), variance, marker="o")
+    ax.set_xlabel("gossip step $k$")
+    ax.set_ylabel("variance of row 3 of $C^k$")
+    ax.set_title("Fig. 3: 5-node ring, equal weights")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def drift_vs_bound(rows: Sequence[Mapping[str, float]]) -> Figure:
+    """Measured local drift against the paper's term and our corrected term (one point per cell)."""
+    frame = pd.DataFrame(rows)
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax.scatter(frame["stated"] + 1e-6, frame["measured"], s=12, label="paper's term (eq. (103))")
+    ax.scatter(frame["corrected"], frame["measured"], s=12, marker="x", label="corrected term")
+    top = float(max(frame["measured"].max(), frame["corrected"].max())) * 1.2
+    ax.plot([1e-6, top], [1e-6, top], color="k", lw=1, label="measured = bound")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"bound on $(1/T)\sum_t E\|X_t(I-J)\|_F^2/N$ ($\eta = \sigma^2 = 1$)")
+    ax.set_ylabel("exact drift under pure noise")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
+    """The optimiser's grid: log10 of the bound over (tau1, tau2), the optimum marked."""
+    table = grid.pivot_table(index="tau1", columns="tau2", values=value)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    image = ax.imshow(
+        np.log10(table.to_numpy()),
+        origin="lower",
+        aspect="auto",
+        extent=(
+            table.columns.min() - 0.5,
+            table.columns.max() + 0.5,
+            table.index.min() - 0.5,
+            table.index.max() + 0.5,
+        ),
+    )
+    best = grid.loc[grid[value].idxmin()]
+    ax.plot(
+        best["tau2"], best["tau1"], "r*", ms=12, label=f"optimum tau1={best['tau1']}, tau2={best['tau2']}"
+    )
+    fig.colorbar(image, label=f"log10 {value}")
+    ax.set_xlabel(r"$\tau_2$ (gossip steps per round)")
+    ax.set_ylabel(r"$\tau_1$ (local steps per round)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
