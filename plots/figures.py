@@ -17,7 +17,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["bound_heatmap", "check_curves", "drift_vs_bound", "fig3_variance", "run_curves", "save"]
+__all__ = [
+    "bound_heatmap",
+    "check_curves",
+    "drift_vs_bound",
+    "fig3_variance",
+    "pareto_front",
+    "pareto_mask",
+    "run_curves",
+    "save",
+]
 
 RUN_PANELS = (
     ("train_loss", "training loss of $u_t$"),
@@ -140,5 +149,42 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
     ax.set_xlabel(r"$\tau_2$ (gossip steps per round)")
     ax.set_ylabel(r"$\tau_1$ (local steps per round)")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Cells no other cell beats on both cost and value (lower is better for both)."""
+    order = np.lexsort((value, cost))
+    best, mask = np.inf, np.zeros(len(cost), dtype=bool)
+    for i in order:
+        if value[i] < best:
+            mask[i], best = True, value[i]
+    return mask
+
+
+def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -> Figure:
+    """Each cell of an optimiser grid as bound against cost, with the Pareto front drawn.
+
+    ``cost`` is a column of the grid (``time``, ``gossip_steps``, or ``bits`` for C-DFL grids, computed as
+    rounds * tau2 * bits_per_message when absent).
+    """
+    frame = grid[np.isfinite(grid[value])].copy()
+    if cost == "bits" and "bits" not in frame:
+        frame["bits"] = frame["rounds"] * frame["tau2"] * frame["bits_per_message"]
+    mask = pareto_mask(frame[cost].to_numpy(float), frame[value].to_numpy(float))
+    front = frame[mask].sort_values(cost)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.scatter(frame[cost], frame[value], s=6, alpha=0.3, label="all cells")
+    ax.plot(front[cost], front[value], "r.-", label="Pareto front")
+    ax.set_xlabel(
+        {"time": "time used (s)", "bits": "bits sent per node", "gossip_steps": "gossip steps"}.get(
+            cost, cost
+        )
+    )
+    ax.set_ylabel(value)
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig

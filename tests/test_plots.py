@@ -50,3 +50,34 @@ def test_figures_from_results(tmp_path) -> None:
     ):
         png, pdf = save(fig, tmp_path / name)
         assert png.stat().st_size > 5_000 and pdf.is_file()
+
+
+def test_pareto_front_by_brute_force(tmp_path) -> None:
+    from bounds.optimize_cdfl import optimize_cdfl
+    from plots.figures import pareto_front, pareto_mask
+
+    rng = np.random.default_rng(0)
+    cost, value = rng.random(60), rng.random(60)
+    mask = pareto_mask(cost, value)
+    for i in range(60):
+        dominated = any(cost[j] <= cost[i] and value[j] < value[i] for j in range(60) if j != i)
+        assert mask[i] == (not dominated)
+    r = optimize_cdfl(
+        L=1,
+        mu=0.1,
+        sigma2_bar=1,
+        G2=1,
+        N=10,
+        zeta=0.87,
+        beta_mix=4 / 3,
+        dim=1000,
+        t_comp=0.01,
+        latency=0.001,
+        bandwidth=1e6,
+        budget_seconds=60,
+        max_tau1=4,
+        max_tau2=4,
+        candidates=[("identity", None), ("top_k", 100), ("gossip", 0.5)],
+    )
+    png, _ = save(pareto_front(r.grid_frame(), cost="bits"), tmp_path / "pareto")
+    assert png.stat().st_size > 5_000
