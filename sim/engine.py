@@ -59,8 +59,7 @@ class Stack:
         """
         stacked = getattr(self.module, "forward_stacked", None)
         if stacked is None:
-            grads, losses = self._grads(self.unflatten(X), x, y, w)
-            return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses
+            return self.gradients_vmap(X, x, y, w)
         with torch.enable_grad():
             Xg = X.detach().requires_grad_(True)
             logits = stacked(self.unflatten(Xg), x)
@@ -69,7 +68,7 @@ class Stack:
         return G, losses.detach()
 
     def gradients_vmap(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
-        """The generic path, ``vmap(grad_and_value(loss))`` over functional_call (for tests)."""
+        """The generic path, ``vmap(grad_and_value(loss))`` over functional_call (any model)."""
         grads, losses = self._grads(self.unflatten(X), x, y, w)
         return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses
 

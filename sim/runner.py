@@ -16,7 +16,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -507,8 +507,3 @@ def _log(
     }
     writer.writerow(row)
     fh.flush()
-
-
-def config_fields() -> list[str]:
-    """Names of every RunConfig field (for the CLI and TOML configs)."""
-    return [f.name for f in fields(RunConfig)]

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import strategies as st
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """A small 3-class, 8-feature npz data set (240 train / 60 test) with a 6-node ``node`` array."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(3, 8)) * 2
+    y = rng.integers(0, 3, 300)
+    x = centers[y] + rng.normal(size=(300, 8))
+    path = tmp_path / "tiny.npz"
+    np.savez(path, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:], node=np.arange(240) % 6)
+    return path
 
 
 @st.composite

@@ -12,17 +12,6 @@ from bounds import InputError
 from sim.runner import RunConfig, run
 
 
-@pytest.fixture
-def tiny(tmp_path):
-    rng = np.random.default_rng(0)
-    centers = rng.normal(size=(3, 8)) * 2
-    y = rng.integers(0, 3, 300)
-    x = centers[y] + rng.normal(size=(300, 8))
-    path = tmp_path / "tiny.npz"
-    np.savez(path, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:])
-    return path
-
-
 def base(tiny, out, **kw) -> RunConfig:
     return RunConfig(
         **{

@@ -19,17 +19,6 @@ from sim.partition import Dirichlet, Given, Shards
 from sim.runner import COLUMNS, RunConfig, run
 
 
-@pytest.fixture
-def tiny(tmp_path):
-    rng = np.random.default_rng(0)
-    centers = rng.normal(size=(3, 8)) * 2
-    y = rng.integers(0, 3, 300)
-    x = centers[y] + rng.normal(size=(300, 8))
-    path = tmp_path / "tiny.npz"
-    np.savez(path, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:], node=np.arange(240) % 6)
-    return path
-
-
 def config(tiny, tmp_path, **kw) -> RunConfig:
     base = dict(
         dataset=f"npz:{tiny}",
