@@ -59,9 +59,17 @@ class Comm:
         self.is_main = rank == 0
 
     def full(self, rows: torch.Tensor) -> torch.Tensor | None:
-        parts = [torch.empty((len(b), *rows.shape[1:]), dtype=rows.dtype) for b in self.blocks]
-        dist.all_gather(parts, rows.contiguous())
-        return torch.cat(parts) if self.is_main else None
+        """Rank 0 gets the full N x ... matrix (blocks padded to equal size for the collective)."""
+        width = max(len(b) for b in self.blocks)
+        padded = torch.zeros((width, *rows.shape[1:]), dtype=rows.dtype)
+        padded[: len(rows)] = rows
+        parts = [torch.empty_like(padded) for _ in self.blocks] if self.is_main else None
+        dist.gather(padded, parts, dst=0)
+        return (
+            torch.cat([p[: len(b)] for p, b in zip(parts, self.blocks, strict=True)])
+            if self.is_main
+            else None
+        )
 
     def any(self, flag: bool) -> bool:
         t = torch.tensor([1.0 if flag else 0.0])

@@ -65,6 +65,14 @@ def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path) -> None:
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
 
 
+def test_uneven_blocks(tiny, tmp_path) -> None:
+    """5 nodes on 2 processes (blocks of 3 and 2) give the single-process result too."""
+    run(base(tiny, tmp_path / "one", nodes=5, steps=20))
+    run(base(tiny, tmp_path / "two", nodes=5, steps=20, backend="distributed", world_size=2))
+    a, b = np.load(tmp_path / "one" / "params.npz"), np.load(tmp_path / "two" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
+
+
 def test_world_size_is_validated(tiny, tmp_path) -> None:
     with pytest.raises(
         InputError, match=r"world_size = 7 is out of range \(expected 1 <= world_size <= nodes\)"
