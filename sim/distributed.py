@@ -28,6 +28,7 @@ import datetime
 import json
 import os
 import socket
+import time
 from typing import Any
 
 import numpy as np
@@ -240,19 +241,22 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
                 full_hat = state["gossip"]["X_hat"]
                 gossip.hat = full_hat[torch.as_tensor(own)].clone()
                 gossip.hat_need = {q: full_hat[torch.as_tensor(n)].clone() for q, n in gossip.need.items()}
-        if config.fail_at_step is not None and rank == world - 1:
-            _fail_later(trainer, config.fail_at_step)
+        if config.fault is not None and rank == world - 1:
+            kind, step = config.fault.split(":")
+            _fail_later(trainer, int(step), hang=kind == "hang", seconds=10 * config.timeout)
         run_loop(config, s, trainer, comm)
     finally:
         dist.destroy_process_group()
 
 
-def _fail_later(trainer: Trainer, step: int) -> None:
-    """Fault injection for tests: this process dies when it reaches ``step``."""
+def _fail_later(trainer: Trainer, step: int, *, hang: bool, seconds: float) -> None:
+    """Fault injection for tests: at ``step`` this process dies, or hangs for ``seconds``."""
     original = trainer.step
 
     def step_then_die() -> tuple[int, Any]:
         if trainer.t >= step:
+            if hang:
+                time.sleep(seconds)
             os._exit(3)
         return original()
 

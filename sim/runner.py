@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -105,7 +106,7 @@ class RunConfig:
     backend: str = "local"
     world_size: int = 1
     timeout: float = 60.0
-    fail_at_step: int | None = None
+    fault: str | None = None  # testing only: "exit:STEP" or "hang:STEP" for the last distributed rank
 
     def validate(self) -> None:
         """Raise InputError naming the first bad value."""
@@ -130,6 +131,8 @@ class RunConfig:
             raise InputError(
                 f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
             )
+        if self.fault is not None and not re.fullmatch(r"(exit|hang):\d+", self.fault):
+            raise InputError(f"fault = {self.fault!r} is malformed (expected 'exit:STEP' or 'hang:STEP')")
         if not self.timeout > 0:
             raise InputError(f"timeout = {self.timeout!r} is out of range (expected seconds > 0)")
         if self.lr_schedule not in ("constant", "cdfl"):

@@ -56,13 +56,20 @@ def test_two_processes_match_one_after_50_steps(tiny, tmp_path, algorithm, extra
 def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path) -> None:
     start = time.perf_counter()
     with pytest.raises(InputError, match=r"distributed run failed: .*rerun with --resume"):
-        run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, fail_at_step=25, timeout=20))
+        run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, fault="exit:25", timeout=20))
     assert time.perf_counter() - start < 60
     resumed = run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True))
     run(base(tiny, tmp_path / "c"))
     assert resumed["steps"] == 50
     a, b = np.load(tmp_path / "f" / "params.npz"), np.load(tmp_path / "c" / "params.npz")
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
+
+
+def test_a_hanging_process_makes_the_others_fail_after_the_timeout(tiny, tmp_path) -> None:
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"distributed run failed"):
+        run(base(tiny, tmp_path / "h", backend="distributed", world_size=2, fault="hang:25", timeout=5))
+    assert time.perf_counter() - start < 45  # timeout 5 s; the hung process would sleep 50 s
 
 
 def test_uneven_blocks(tiny, tmp_path) -> None:
