@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,9 +64,11 @@ def check(
     return register
 
 
+CHECK_MODULES = ("paper_checks.experiments", "paper_checks.theory", "paper_checks.real_problems")
+
+
 def load_checks() -> dict[str, Check]:
     """Import every module of checks (which registers them) and return the registry."""
-    import paper_checks.experiments
-    import paper_checks.theory  # noqa: F401
-
+    for module in CHECK_MODULES:
+        importlib.import_module(module)
     return CHECKS

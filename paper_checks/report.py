@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from paper_checks.registry import CHECKS, Check, Outcome
+from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
 __all__ = ["run_checks", "write_report"]
 
@@ -67,8 +67,8 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
 def run_checks(ids: list[str] | None, quick: bool, out: Path) -> list[dict[str, Any]]:
     """Run the selected checks (all by default) in registry order."""
     import paper_checks.experiments
-    import paper_checks.theory
 
+    load_checks()
     unknown = [i for i in ids or [] if i not in CHECKS]
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
