@@ -33,6 +33,7 @@ import numpy as np
 import sympy
 
 __all__ = [
+    "candidate_local_step_bound",
     "eta_condition_lhs",
     "eta_max",
     "eta_max_from_quadratic",
@@ -85,6 +86,27 @@ def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: A
     correctly gives at most tau1 N sigma^2 per step, hence this term.
     """
     return 2 * eta**2 * L**2 * sigma2 * tau1 / (1 - zeta ** (2 * tau2))
+
+
+def candidate_local_step_bound(
+    eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, K: Any, gap: Any
+) -> Any:
+    """An UNPROVEN candidate repair of Proposition 1, checked numerically only (dfl-check).
+
+    Average ||grad F(u_t)||^2 over the K tau1 local steps only (gossip steps make no descent):
+
+        2 gap / (eta K tau1) + eta L sigma^2 / N
+        + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
+
+    the last term being the proof's A_1 noise bound averaged over the local steps i = 1..tau1
+    of a round. No proof is offered: the A_2 (gradient) part is assumed absorbed by (eta).
+    """
+    q = zeta ** (2 * tau2)
+    return (
+        2 * gap / (eta * K * tau1)
+        + eta * L * sigma2 / N
+        + 2 * eta**2 * L**2 * sigma2 * (tau1 * q / (1 - q) + (tau1 - 1) / 2)
+    )
 
 
 def limit_T_inf(eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:

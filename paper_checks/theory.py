@@ -13,6 +13,7 @@ from bounds import proof_sums as ps
 from bounds import symbolic as sym
 from bounds.cdfl_formulas import choco_gamma, choco_p
 from bounds.compression import QSGD, Gossip, Identity, RandK, TopK
+from bounds.drift import local_step_mask
 from bounds.monotonicity import drift_monotonicity
 from bounds.proposition2 import cdfl_bound
 from bounds.quadratic import exact_quadratic_dfl
@@ -176,8 +177,12 @@ def _prop1_grid(quick: bool, sigma2: float, hetero: bool) -> list[dict]:
             T=K * (tau1 + tau2),
             gap=gap,
         ).bound
+        local = local_step_mask(tau1, tau2, K * (tau1 + tau2))
+        candidate = f.candidate_local_step_bound(eta, 1.0, sigma2 + spread, 10, tau1, tau2, z, K, gap)
         rows.append(
             {
+                "lhs_local_steps": float(run.grad_norm2[local].mean()),
+                "candidate": float(candidate),
                 "topology": name,
                 "tau1": tau1,
                 "tau2": tau2,
@@ -506,4 +511,26 @@ def lemma13_conditions(quick: bool) -> Outcome:
         + ", ".join(f"tau1 = {r['tau1']}: {r['a_needed']:.0f}" for r in rows[:4])
         + ").",
         {"table": rows},
+    )
+
+
+@check(
+    "prop1-candidate-repair",
+    "Proposition 1 (our candidate repair)",
+    "Candidate (ours, unproven): the average of ||grad F(u_t)||^2 over the local steps is at most "
+    "2 gap / (eta K tau1) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / "
+    "(1 - zeta^(2 tau2)) + (tau1 - 1) / 2), under (eta).",
+    "the exact quadratic grids of prop1-noise-free and prop1-noisy (same cells), left side averaged over the "
+    "local steps only",
+)
+def prop1_candidate(quick: bool) -> Outcome:
+    rows = _prop1_grid(quick, 0.0, False) + _prop1_grid(quick, 1.0, False)
+    bad = [r for r in rows if r["lhs_local_steps"] > r["candidate"] * (1 + 1e-9)]
+    worst = max(rows, key=lambda r: r["lhs_local_steps"] / r["candidate"])
+    ratio = worst["lhs_local_steps"] / worst["candidate"]
+    return Outcome(
+        "violated" if bad else "holds",
+        f"{len(bad)} of {len(rows)} cells violate the candidate (worst ratio {ratio:.3f} at {_cell(worst)}). "
+        "A numerical check on these grids only, not a proof.",
+        {"violations": len(bad), "cells": len(rows), "worst_ratio": ratio},
     )

@@ -51,3 +51,20 @@ def test_violation_grows_with_tau2_and_is_not_a_boundary_effect(
     measured = gradient_norm_average(1, tau2, K, eta, C)
     bound = dfl_bound(L=1, sigma2=0, N=2, eta=eta, tau1=1, tau2=tau2, zeta=0.0, T=K * (1 + tau2), gap=0.5)
     assert measured / bound.bound == pytest.approx(ratio, abs=1e-3)
+
+
+def test_candidate_repair_covers_the_counterexample() -> None:
+    """Our unproven candidate (local steps only) on the same cell: (1 + 4/9 + 16/81) / 3 <= 2 gap / (eta K)."""
+    from bounds import formulas as f
+
+    C = np.full((2, 2), 0.5)
+    eta = eta_max(L=1, tau1=1, tau2=2, zeta=0.0)
+    local_values = [1.0, (2 / 3) ** 2, (4 / 9) ** 2]  # ||grad F(u)||^2 at the three local steps
+    measured = sum(local_values) / 3
+    candidate = f.candidate_local_step_bound(eta, 1.0, 0.0, 2, 1, 2, 0.0, 3, 0.5)
+    assert candidate == pytest.approx(2 * 0.5 / (eta * 3))
+    assert measured <= candidate
+    assert (
+        gradient_norm_average(1, 2, 3, eta, C)
+        > dfl_bound(L=1, sigma2=0, N=2, eta=eta, tau1=1, tau2=2, zeta=0.0, T=9, gap=0.5).bound
+    )
