@@ -54,7 +54,7 @@ def test_violation_grows_with_tau2_and_is_not_a_boundary_effect(
 
 
 def test_candidate_repair_covers_the_counterexample() -> None:
-    """Our unproven candidate (local steps only) on the same cell: (1 + 4/9 + 16/81) / 3 <= 2 gap / (eta K)."""
+    """Our unproven candidate (local steps only) on that cell: (1 + 4/9 + 16/81) / 3 <= 2 gap / (eta K)."""
     from bounds import formulas as f
 
     C = np.full((2, 2), 0.5)
