@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from bounds.drift import local_step_mask
 from paper_checks.registry import Outcome, check
+from sim.algorithms import resolve_schedule
 from sim.runner import RunConfig, run
 
 OUT = [Path("paper_checks_out") / "runs"]  # set by report.run_checks to <out>/runs
@@ -117,9 +119,8 @@ def _runs(
         for seed in _settings(quick)["seeds"]:
             rows = _run(f"{prefix}-{label}", quick, seed, **kw)
             values.setdefault(label, []).append(_final_loss(rows))
-            tau1, tau2 = kw.get("tau1", 4), kw.get("tau2", 4)
-            if kw.get("algorithm") == "sync":
-                tau1, tau2 = 1, 1
+            tau1, tau2, _ = resolve_schedule(kw.get("algorithm", "dfl"), kw.get("tau1", 4), kw.get("tau2", 4))
+            local = np.concatenate([[0], np.cumsum(local_step_mask(tau1, tau2, kw["steps"]))])
             curves.setdefault(label, []).append(
                 [
                     [
@@ -127,18 +128,12 @@ def _runs(
                         r["train_loss"],
                         r["test_acc"],
                         r["model_time"],
-                        _local_steps(int(r["step"]), tau1, tau2),
+                        int(local[int(r["step"])]),
                     ]
                     for r in rows
                 ]
             )
     return values, curves
-
-
-def _local_steps(t: int, tau1: int, tau2: int) -> int:
-    """Local steps among the first t steps of Algorithm 1's schedule."""
-    rounds, rest = divmod(t, tau1 + tau2)
-    return rounds * tau1 + min(rest, tau1)
 
 
 def _steps_for(local_steps: int, tau1: int, tau2: int) -> int:

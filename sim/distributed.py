@@ -122,6 +122,7 @@ class DistributedGossip:
     ) -> None:
         self.rank, self.choco, self.gamma, self.compressor = rank, choco, gamma, compressor
         own = blocks[rank]
+        self.own = own
         self.give: dict[int, np.ndarray] = {}
         self.need: dict[int, np.ndarray] = {}
         for q, theirs in enumerate(blocks):
@@ -200,7 +201,11 @@ class DistributedGossip:
         return {} if self.hat is None else {"X_hat": self.hat}
 
     def restore(self, state: dict[str, torch.Tensor]) -> None:
-        return None  # restored by _worker from the full x_hat
+        """From a checkpoint's full x_hat (N x d): this rank's rows and its neighbours' replicas."""
+        full = state.get("X_hat")
+        if full is not None:
+            self.hat = full[torch.as_tensor(self.own)].clone()
+            self.hat_need = {q: full[torch.as_tensor(n)].clone() for q, n in self.need.items()}
 
 
 def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
@@ -235,12 +240,6 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
             gen=gen,
         )
         comm = Comm(rank, world, blocks, gossip)
-        if config.resume and (s.out / "checkpoint.pt").is_file():
-            state = torch.load(s.out / "checkpoint.pt", weights_only=False)
-            if "X_hat" in state["gossip"]:
-                full_hat = state["gossip"]["X_hat"]
-                gossip.hat = full_hat[torch.as_tensor(own)].clone()
-                gossip.hat_need = {q: full_hat[torch.as_tensor(n)].clone() for q, n in gossip.need.items()}
         if config.fault is not None and rank == world - 1:
             kind, step = config.fault.split(":")
             _fail_later(trainer, int(step), hang=kind == "hang", seconds=10 * config.timeout)

@@ -239,6 +239,7 @@ class Setup:
     stack: Stack
     tau1: int
     tau2: int
+    uses_J: bool
     C: np.ndarray
     compressor: Any
     bits_per_gossip: float
@@ -270,9 +271,8 @@ def prepare(config: RunConfig) -> Setup:
     else:
         t_comm = config.t_comm * bits / (32.0 * stack.d)  # --t-comm is one uncompressed gossip step
     x0 = _initial_point(config, model, stack).to(device)
-    return Setup(
-        data, parts, stack, tau1, tau2, _mixing(config, uses_J), compressor, bits, t_comm, x0, device, out
-    )
+    C = _mixing(config, uses_J)
+    return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, t_comm, x0, device, out)
 
 
 def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -282,7 +282,7 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
 
         return run_distributed(config)
     s = prepare(config)
-    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not np.allclose(s.C, 1.0 / config.nodes):
+    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not s.uses_J:
         C = sparse_mixing(s.C).to(s.device)
     else:
         C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)

@@ -53,13 +53,25 @@ def test_two_processes_match_one_after_50_steps(tiny, tmp_path, algorithm, extra
     assert json.loads((tmp_path / "two" / "summary.json").read_text())["steps"] == 50
 
 
-def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path) -> None:
+@pytest.mark.parametrize("extra", [{}, {"algorithm": "cdfl", "compressor": "top_k", "compressor_param": 5}])
+def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra) -> None:
+    """C-DFL also restores each rank's x_hat rows and its neighbours' replicas from the checkpoint."""
     start = time.perf_counter()
     with pytest.raises(InputError, match=r"distributed run failed: .*rerun with --resume"):
-        run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, fault="exit:25", timeout=20))
+        run(
+            base(
+                tiny,
+                tmp_path / "f",
+                backend="distributed",
+                world_size=2,
+                fault="exit:25",
+                timeout=20,
+                **extra,
+            )
+        )
     assert time.perf_counter() - start < 60
-    resumed = run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True))
-    run(base(tiny, tmp_path / "c"))
+    resumed = run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True, **extra))
+    run(base(tiny, tmp_path / "c", **extra))
     assert resumed["steps"] == 50
     a, b = np.load(tmp_path / "f" / "params.npz"), np.load(tmp_path / "c" / "params.npz")
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
