@@ -42,6 +42,7 @@ __all__ = [
     "gossip_coefficient",
     "lemma1_condition_lhs",
     "limit_T_inf",
+    "local_drift_bound_103",
     "local_drift_term",
     "local_drift_term_corrected",
     "quadratic_condition_lhs",
@@ -127,6 +128,34 @@ def gossip_coefficient(tau1: Any, tau2: Any, zeta: Any) -> Any:
 def variance_coefficient(tau1: Any, tau2: Any, zeta: Any, beta_var: Any) -> Any:
     """2 beta_var tau / (1 - zeta^(2 tau2)): the A_1 gradient term of (83), in the general condition."""
     return 2 * beta_var * (tau1 + tau2) / (1 - zeta ** (2 * tau2))
+
+
+def local_drift_bound_103(
+    eta: Any,
+    L: Any,
+    sigma2: Any,
+    N: Any,
+    tau1: Any,
+    tau2: Any,
+    zeta: Any,
+    T: Any,
+    local_grad_sum: Any,
+    beta_var: Any = 0,
+) -> Any:
+    """Right side of eq. (103) in full: the proof's bound on the local drift before (eta) drops it.
+
+        2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1)
+        + L^2 eta^2 / (T N) (2 beta_var tau / (1 - zeta^(2 tau2)) + A) S,
+
+    with A the constant of (101) (:func:`gossip_coefficient`) and
+    S = sum over the local steps s of E||grad F(X_s)||_F^2 (the gradient of the global F at every
+    node's model, eq. after (40)), a measured quantity. The left side it bounds is
+    (L^2 / (T N)) sum_{t=1}^T E||X_t (I - J)||_F^2.
+    """
+    coefficient = variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)
+    return local_drift_term(eta, L, sigma2, tau1, tau2, zeta) + L**2 * eta**2 / (T * N) * coefficient * (
+        local_grad_sum
+    )
 
 
 def quadratic_condition_lhs(x: Any, a: Any, b: Any) -> Any:

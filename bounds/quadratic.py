@@ -11,7 +11,8 @@ summed over coordinates) then follow exactly:
 With F = mean of the F_i, grad F(u) = L (u - b_bar), so
 
     E||grad F(u_t)||^2 = L^2 (||mean(M_t) - b_bar||^2 + 1^T D_t 1 / N^2),
-    E||X_t (I - J)||_F^2 / N = (||M_t - mean(M_t)||_F^2 + tr((I - J) D_t)) / N.
+    E||X_t (I - J)||_F^2 / N = (||M_t - mean(M_t)||_F^2 + tr((I - J) D_t)) / N,
+    E||grad F(X_t)||_F^2 = L^2 (||M_t - 1 b_bar^T||_F^2 + tr(D_t))   (every node's model, eq. (103)).
 
 L = 0 is pure noise (grad F = 0): the setting of the proof's A_1 term. Equal b_i is the
 i.i.d. case of Assumption 1.4 (E g_i = grad F); different b_i break that assumption.
@@ -36,11 +37,18 @@ class QuadraticRun:
 
     grad_norm2: np.ndarray
     drift: np.ndarray
+    node_grad_norm2: np.ndarray
+    local: np.ndarray
 
     @property
     def grad_norm2_average(self) -> float:
         """E[(1/T) sum_t ||grad F(u_t)||^2], the left side of Proposition 1."""
         return float(self.grad_norm2.mean())
+
+    @property
+    def local_grad_sum(self) -> float:
+        """S of eq. (103): the sum over local steps s of E||grad F(X_s)||_F^2."""
+        return float(self.node_grad_norm2[self.local].sum())
 
 
 def exact_quadratic_dfl(
@@ -83,9 +91,11 @@ def exact_quadratic_dfl(
     local = local_step_mask(tau1, tau2, T)
     grad = np.empty(len(local))
     drift = np.empty(len(local))
+    node_grad = np.empty(len(local))
     for t, is_local in enumerate(local):
         u = M.mean(axis=0)
         grad[t] = L_**2 * (float((u - b_bar) @ (u - b_bar)) + D.sum() / n**2)
+        node_grad[t] = L_**2 * (float(((M - b_bar) ** 2).sum()) + float(np.trace(D)))
         drift[t] = (float(((M - u) ** 2).sum()) + float(np.trace(centring @ D))) / n
         if is_local:
             M = M - eta_ * L_ * (M - B)
@@ -93,4 +103,4 @@ def exact_quadratic_dfl(
         else:
             M = Cd @ M
             D = Cd @ D @ Cd
-    return QuadraticRun(grad, drift)
+    return QuadraticRun(grad, drift, node_grad, local)

@@ -59,8 +59,7 @@ def _run(name: str, quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]
         **kw,
     )
     key = json.dumps({k: v for k, v in asdict(config).items() if k != "out"}, sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    folder = OUT[0] / f"{name}-seed{seed}-{digest}"
+    folder = run_folder(f"{name}-seed{seed}", key)
     config.out = str(folder)
     done = folder / "summary.json"
     config_file = folder / "config.json"
@@ -71,6 +70,11 @@ def _run(name: str, quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]
             {k: float(v) if v not in ("", "init", "local", "gossip", "both") else v for k, v in row.items()}
             for row in csv.DictReader(fh)
         ]
+
+
+def run_folder(name: str, key: str) -> Path:
+    """The cache folder of one simulation: ``<out>/runs/<name>-<hash of its full config>``."""
+    return OUT[0] / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 
 def _same(config_file: Path, key: str) -> bool:

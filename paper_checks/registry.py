@@ -64,7 +64,12 @@ def check(
     return register
 
 
-CHECK_MODULES = ("paper_checks.experiments", "paper_checks.theory", "paper_checks.real_problems")
+CHECK_MODULES = (
+    "paper_checks.experiments",
+    "paper_checks.theory",
+    "paper_checks.drift",
+    "paper_checks.real_problems",
+)
 
 
 def load_checks() -> dict[str, Check]:

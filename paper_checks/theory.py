@@ -283,56 +283,6 @@ def _cell(r: dict) -> str:
 
 
 @check(
-    "local-drift",
-    "eq. (103), Remark 1",
-    "(L^2/(TN)) sum_t E||X_t (I - J)||_F^2 <= 2 eta^2 L^2 sigma^2 "
-    "(tau1 / (1 - zeta^(2 tau2)) - 1) + gradient terms; under pure noise the gradient terms vanish.",
-    "exact drift under pure gradient noise (grad F = 0) by matrix recursion, over topologies, tau1, tau2, K",
-)
-def local_drift(quick: bool) -> Outcome:
-    rows = []
-    for (name, build), tau1, tau2, K in itertools.product(
-        TOPOLOGIES.items(), range(1, 6 if quick else 9), range(1, 8 if quick else 16), [1, 10]
-    ):
-        C = build()
-        z = spectral_summary(C).zeta
-        measured = exact_quadratic_dfl(
-            C, tau1, tau2, K * (tau1 + tau2), eta=1.0, L=0.0, sigma2=1.0
-        ).drift.mean()
-        stated = f.local_drift_term(1.0, 1.0, 1.0, tau1, tau2, z)
-        corrected = f.local_drift_term_corrected(1.0, 1.0, 1.0, tau1, tau2, z)
-        rows.append(
-            {
-                "topology": name,
-                "tau1": tau1,
-                "tau2": tau2,
-                "K": K,
-                "measured": float(measured),
-                "stated": float(stated),
-                "corrected": float(corrected),
-            }
-        )
-    bad = [r for r in rows if r["measured"] > r["stated"] * (1 + 1e-9)]
-    bad_corrected = [r for r in rows if r["measured"] > r["corrected"] * (1 + 1e-9)]
-    tau1_of_bad = sorted({r["tau1"] for r in bad})
-    example = next((r for r in bad if r["topology"] == "complete"), bad[0] if bad else None)
-    return Outcome(
-        "violated" if bad else "holds",
-        f"the stated term is below the exact drift in {len(bad)} of {len(rows)} cells, all with tau1 in "
-        f"{tau1_of_bad}"
-        + (
-            f" (e.g. C = J, tau1 = {example['tau1']}, tau2 = {example['tau2']}: exact "
-            f"{example['measured']:.3f} vs stated {example['stated']:.3f})"
-            if example
-            else ""
-        )
-        + ". Corrected term 2 eta^2 L^2 sigma^2 tau1 / (1 - zeta^(2 tau2)): "
-        + f"{len(bad_corrected)} violations.",
-        {"violations": len(bad), "violations_corrected": len(bad_corrected), "table": rows},
-    )
-
-
-@check(
     "remarks-1-2",
     "Remarks 1, 2",
     "The local-drift term increases with tau1, decreases with tau2 and increases with zeta.",

@@ -282,13 +282,18 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
 
         return run_distributed(config)
     s = prepare(config)
+    return run_loop(config, s, build_trainer(config, s), Single(), progress)
+
+
+def build_trainer(config: RunConfig, s: Setup) -> Trainer:
+    """The single-process trainer of a prepared run: X = x0 on every node, the run's gossip and sampler."""
     if config.nodes > SPARSE_GOSSIP_FROM_NODES and not s.uses_J:
         C = sparse_mixing(s.C).to(s.device)
     else:
         C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
     gossip = ChocoGossip(C, config.gamma, s.compressor) if config.algorithm == "cdfl" else ExactGossip(C)
     gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)
-    trainer = Trainer(
+    return Trainer(
         s.stack,
         s.x0.repeat(config.nodes, 1),
         step_kinds(config.algorithm, s.tau1, s.tau2, config.steps),
@@ -300,7 +305,6 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
         tau=s.tau1 + s.tau2,
         gen=gen,
     )
-    return run_loop(config, s, trainer, Single(), progress)
 
 
 class Single:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from bounds import formulas as f
 from bounds import make_graph, mixing_matrix, spectral_summary, zeta
 from bounds.drift import local_step_mask, noise_drift
+from bounds.quadratic import exact_quadratic_dfl
 from bounds.topologies import quasi_ring, ring
 
 MATRICES = {
@@ -94,3 +95,41 @@ def test_corrected_term_bounds_the_exact_drift(C: np.ndarray, tau1: int, tau2: i
 def test_schedule_of_algorithm1() -> None:
     assert local_step_mask(3, 2, 12).astype(int).tolist() == [1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1]
     assert local_step_mask(1, 0, 3).all()
+
+
+def test_finding_eq_103_in_full_is_zero_where_the_drift_is_not() -> None:
+    """C = J, tau1 = tau2 = 1, one round from the optimum: the only local step is taken at grad F = 0,
+    so (103)'s gradient sum is 0, its noise term is 0 (zeta = 0, tau1 = 1), yet the noisy step leaves
+    the nodes apart: E||X_2 (I - J)||_F^2 / N = eta^2 sigma^2 (N - 1) / N."""
+    C = MATRICES["complete"]
+    eta, n = 0.25, C.shape[0]
+    run = exact_quadratic_dfl(C, 1, 1, 2, eta=eta, L=1.0, sigma2=1.0)
+    assert run.local_grad_sum == 0.0
+    assert f.local_drift_bound_103(eta, 1.0, 1.0, n, 1, 1, 0.0, 2, run.local_grad_sum) == 0.0
+    assert run.drift.mean() == pytest.approx(eta**2 * (n - 1) / n / 2, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    C=mixing_matrices(max_nodes=20),
+    tau1=st.integers(1, 5),
+    tau2=st.integers(1, 6),
+    K=st.integers(1, 8),
+    fraction=st.floats(0.05, 1.0),
+    start=st.floats(-5.0, 5.0),
+)
+def test_eq_103_with_corrected_noise_term_bounds_the_exact_drift(
+    C: np.ndarray, tau1: int, tau2: int, K: int, fraction: float, start: float
+) -> None:
+    """(103) in full, with the exact gradient norms of the run, once its noise term is corrected."""
+    z = spectral_summary(C, allow_disconnected=True).zeta
+    assume(z < 0.999)
+    n, T = C.shape[0], K * (tau1 + tau2)
+    eta = fraction * f.eta_max(1.0, tau1, tau2, z)
+    run = exact_quadratic_dfl(C, tau1, tau2, T, eta=eta, L=1.0, sigma2=1.0, w1=np.array([start]))
+    full = f.local_drift_bound_103(eta, 1.0, 1.0, n, tau1, tau2, z, T, run.local_grad_sum)
+    noise = f.local_drift_term(eta, 1.0, 1.0, tau1, tau2, z)
+    corrected = full - noise + f.local_drift_term_corrected(eta, 1.0, 1.0, tau1, tau2, z)
+    assert run.drift.mean() <= corrected * (1 + 1e-9)
+    if tau1 >= 2:
+        assert run.drift.mean() <= full * (1 + 1e-9)
