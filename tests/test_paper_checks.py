@@ -6,12 +6,14 @@ import json
 
 import pytest
 
+import paper_checks.drift as drift
 import paper_checks.experiments as experiments
 from paper_checks.cli import main
 from paper_checks.registry import STATUSES, load_checks
 
 CHECKS = load_checks()
-THEORY = [i for i in CHECKS if not i.startswith("fig") or i == "fig3-variance"]
+SIMULATING = {"drift-103-cnn"}  # trains the CNN: tested on tiny settings below
+THEORY = [i for i in CHECKS if (not i.startswith("fig") or i == "fig3-variance") and i not in SIMULATING]
 
 
 def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> None:
@@ -21,6 +23,7 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     status = {r["id"]: r["status"] for r in results}
     assert status["zeta-values"] == "holds" and status["lemmas-5-6-7"] == "holds"
     assert status["prop1-noise-free"] == "violated" and status["local-drift"] == "violated"
+    assert status["drift-103-quadratic"] == "violated"
     assert "could not run" not in status.values()
     report = (tmp_path / "report.md").read_text()
     assert "| prop1-noise-free | Proposition 1 | **violated** |" in report
@@ -53,3 +56,27 @@ def test_experiment_checks_run_end_to_end_on_tiny_settings(tmp_path, capsys, mon
 @pytest.mark.parametrize("check_id", ["fig6-tau2", "fig8-zeta", "fig9-cdfl"])
 def test_every_experiment_check_is_registered(check_id: str) -> None:
     assert check_id in CHECKS and CHECKS[check_id].ref.startswith("Fig.")
+
+
+def test_cnn_drift_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch) -> None:
+    """drift-103-cnn's machinery (probes, estimates, cache, verdict, figure) on 4 local steps: plumbing."""
+    tiny = {
+        "seeds": [0],
+        "local_steps": 4,
+        "eval_samples": 8,
+        "grad_every": 1,
+        "hessian_samples": 16,
+        "hessian_iters": 3,
+        "eta": 0.05,
+        "batch_size": 32,
+    }
+    monkeypatch.setattr(drift, "_cnn_settings", lambda quick: tiny)
+    assert main(["--quick", "--out", str(tmp_path), "--only", "drift-103-cnn", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
+    table = result["evidence"]["table"]
+    assert [(r["tau1"], r["tau2"]) for r in table] == list(drift.CNN_SCHEDULES)
+    assert all(r["measured"] > 0 and r["bound_103"] > 0 for r in table)
+    assert result["evidence"]["L_hat"] > 0
+    assert (tmp_path / "figures" / "drift-103-cnn-vs-bound.png").is_file()
+    assert len(list((tmp_path / "runs").glob("drift103-*/probe.json"))) == 4
