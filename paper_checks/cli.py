@@ -1,4 +1,6 @@
-"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR]``: the paper's claims, checked.
+"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR]``.
+
+The paper's claims, checked.
 
 Exit code 0 when the checks ran, whatever they found; 2 for bad arguments.
 """
@@ -31,11 +33,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these checks")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.add_argument("--out", default="paper_checks_out", help="report folder (default paper_checks_out)")
+    parser.add_argument(
+        "--cifar-dir",
+        metavar="DIR",
+        help="folder holding cifar-10-batches-py, for fig6-cifar (default: $DFLKIT_CIFAR10_DIR)",
+    )
     args = parser.parse_args(argv)
     quick = not args.full
     out = Path(args.out)
     try:
-        results = run_checks(args.only, quick, out)
+        results = run_checks(args.only, quick, out, args.cifar_dir)
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2

@@ -58,14 +58,17 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - start, 2),
         "fingerprint": fingerprint,
     }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, path)
+    if outcome.status != "could not run":  # a failure is retried next time (e.g. once data is there)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=1))
+        os.replace(tmp, path)
     return {**result, "cached": False}
 
 
-def run_checks(ids: list[str] | None, quick: bool, out: Path) -> list[dict[str, Any]]:
-    """Run the selected checks (all by default) in registry order."""
+def run_checks(
+    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None
+) -> list[dict[str, Any]]:
+    """Run the selected checks (all by default) in registry order; ``cifar_dir`` for the CIFAR-10 ones."""
     import paper_checks.experiments
 
     load_checks()
@@ -73,6 +76,7 @@ def run_checks(ids: list[str] | None, quick: bool, out: Path) -> list[dict[str, 
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
     paper_checks.experiments.OUT[0] = out / "runs"
+    paper_checks.experiments.CIFAR_DIR[0] = cifar_dir
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     return [run_one(chk, quick, cache_dir) for chk in CHECKS.values() if not ids or chk.id in ids]

@@ -44,3 +44,21 @@ def mixing_matrices(draw: st.DrawFn, min_nodes: int = 2, max_nodes: int = 50) ->
     slack = draw(st.floats(1.0, 3.0))
     C = np.eye(n) - (np.diag(degree) - W) / (degree.max() * slack)
     return (C + C.T) / 2
+
+
+@pytest.fixture
+def cifar_dir(tmp_path):
+    """A tiny folder in the standard cifar-10-batches-py layout: 5 x 40 train and 40 test random images."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {
+            b"data": rng.integers(0, 256, (40, 3072), dtype=np.uint8),
+            b"labels": rng.integers(0, 10, 40).tolist(),
+        }
+        with open(folder / name, "wb") as fh:
+            pickle.dump(batch, fh, protocol=2)
+    return folder.parent

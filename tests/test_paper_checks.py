@@ -80,3 +80,51 @@ def test_cnn_drift_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monk
     assert result["evidence"]["L_hat"] > 0
     assert (tmp_path / "figures" / "drift-103-cnn-vs-bound.png").is_file()
     assert len(list((tmp_path / "runs").glob("drift103-*/probe.json"))) == 4
+
+
+def _curve(end_time: float) -> list[list[float]]:
+    """Rows [step, loss, acc, model_time, local steps]: loss 1 -> 0.6 linearly over 8 steps (4 local)."""
+    return [[0, 1.0, 0.1, 0.0, 0], [8, 0.6, 0.9, end_time, 4]]
+
+
+def test_wallclock_gains_by_hand() -> None:
+    """DFL ends at modelled time 8 (gossip fraction 1), a compressed run at 6 (fraction 0.5)."""
+    curves = {"DFL": [_curve(8.0)]} | {
+        label: [_curve(6.0)]
+        for label in ("rand_k delta=0.89", "rand_k delta=0.67", "gossip delta=0.8", "gossip delta=0.6")
+    }
+    one = experiments._wallclock_gains(curves, 1.0)
+    assert one["horizon"] == 6.0  # the compressed runs end first
+    dfl, compressed = 1 - 0.4 * 2.4 / 8, 1 - 0.4 * 2.4 / 6  # losses at 40% of the horizon, t = 2.4
+    assert one["gains"]["40%"]["rand_k delta=0.89"] == [pytest.approx((dfl - compressed) / dfl)]
+    assert one["verdict"] == "inconclusive"  # rand_k 0.67 is not ahead of 0.89 (equal curves)
+    ten = experiments._wallclock_gains(curves, 10.0)  # a gossip step costs 10 local steps
+    assert ten["horizon"] == 4 + 2 * 10
+    dfl, compressed = 1 - 0.4 * 9.6 / 44, 1 - 0.4 * 9.6 / 24
+    assert ten["gains"]["40%"]["gossip delta=0.8"] == [pytest.approx((dfl - compressed) / dfl)]
+    curves["rand_k delta=0.67"] = [_curve(5.0)]
+    assert experiments._wallclock_gains(curves, 1.0)["verdict"] == "holds"
+    curves["gossip delta=0.8"] = [_curve(9.0)]  # slower than DFL: the paper's +50.7% is contradicted
+    assert experiments._wallclock_gains(curves, 1.0)["verdict"] == "violated"
+
+
+def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig6-cifar", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["status"] == "could not run" and "--cifar-dir" in result["summary"]
+    assert not list((tmp_path / "cache").glob("fig6-cifar*"))  # a failure is not cached
+
+
+def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch, cifar_dir) -> None:
+    """fig6-cifar with a tiny CIFAR-format folder, 4 local steps, one seed: plumbing only."""
+    cifar = {"eta": 0.05, "local_steps": 4, "tau2s": [15, 1]}
+    mnist = {"eta": 0.05, "seeds": [0], "local_steps": 4, "eval_samples": 20}
+    monkeypatch.setattr(experiments, "_cifar", lambda quick: cifar)
+    monkeypatch.setattr(experiments, "_settings", lambda quick: mnist)
+    args = ["--quick", "--out", str(tmp_path / "out"), "--only", "fig6-cifar", "--json"]
+    assert main([*args, "--cifar-dir", str(cifar_dir)]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
+    assert len(result["evidence"]["same_total_steps"]) == 1  # one pair: tau2 = 15 against 1
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == 4  # tau2 = 15, 1 x same T (8), same local (4)

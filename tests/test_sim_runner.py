@@ -242,3 +242,12 @@ def test_cifar10_batches_folder_and_cnn(tmp_path) -> None:
         )
     )
     assert summary["d"] == 576_778 and not summary["diverged"]
+
+
+def test_cifar10_loads_the_standard_python_batches(cifar_dir) -> None:
+    data = load_dataset("cifar10", cifar_dir)
+    assert data.x_train.shape == (200, 3, 32, 32) and data.x_test.shape == (40, 3, 32, 32)
+    assert data.input_shape == (3, 32, 32) and data.num_classes == 10
+    means = data.x_train.mean(dim=(0, 2, 3))  # per-channel normalised with the training statistics
+    assert torch.allclose(means, torch.zeros(3), atol=1e-5)
+    assert load_dataset("cifar10", cifar_dir / "cifar-10-batches-py").x_train.shape == (200, 3, 32, 32)
