@@ -92,15 +92,24 @@ def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: A
 def candidate_local_step_bound(
     eta: Any, L: Any, sigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, K: Any, gap: Any
 ) -> Any:
-    """An UNPROVEN candidate repair of Proposition 1, checked numerically only (dfl-check).
+    """Our repair of Proposition 1 (a derivation sketch, not in the paper; beta_var = 0).
 
     Average ||grad F(u_t)||^2 over the K tau1 local steps only (gossip steps make no descent):
 
         2 gap / (eta K tau1) + eta L sigma^2 / N
         + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
 
-    the last term being the proof's A_1 noise bound averaged over the local steps i = 1..tau1
-    of a round. No proof is offered: the A_2 (gradient) part is assumed absorbed by (eta).
+    under the same condition (eta). Derivation: (1) Lemma 1's per-step inequality (the step
+    before (50)) holds at every local step; at a gossip step u_{t+1} = u_t, so summing it over the
+    local steps only telescopes F(u) to gap. (2) The drift at local step i of a round is bounded
+    by the paper's A_1 bound (79), 2 eta^2 N sigma^2 (tau1 q / (1 - q) + i - 1) with q = zeta^(2 tau2),
+    whose mean over i = 1..tau1 gives the last term, plus A_2 (95). (3) Summed over local steps, A_2
+    is at most eta^2 A sum_s ||grad F(X_s)||_F^2 with A = :func:`gossip_coefficient` ((101) sums
+    the same non-negative terms over more steps), and (eta) L + eta^2 L^2 A <= 1 makes
+    (L^2 eta / 2N) eta^2 A sum_s ||grad F(X_s)||^2 cancel against Lemma 1's
+    -(eta / 2)(1 - eta L) (1/N) sum_s ||grad F(X_s)||^2. (4) Divide by eta K tau1 / 2.
+    Steps (2)-(3) reuse the paper's bounds, which our checks did not find faulty at local steps;
+    checked numerically by ``dfl-check`` (prop1-candidate-repair) and the tests.
     """
     q = zeta ** (2 * tau2)
     return (

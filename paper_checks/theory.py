@@ -467,7 +467,8 @@ def lemma13_conditions(quick: bool) -> Outcome:
 @check(
     "prop1-candidate-repair",
     "Proposition 1 (our candidate repair)",
-    "Candidate (ours, unproven): the average of ||grad F(u_t)||^2 over the local steps is at most "
+    "Our repair (derivation sketch in bounds.formulas.candidate_local_step_bound): the average of "
+    "||grad F(u_t)||^2 over the local steps is at most "
     "2 gap / (eta K tau1) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / "
     "(1 - zeta^(2 tau2)) + (tau1 - 1) / 2), under (eta).",
     "the exact quadratic grids of prop1-noise-free and prop1-noisy (same cells), left side averaged over the "
@@ -481,6 +482,7 @@ def prop1_candidate(quick: bool) -> Outcome:
     return Outcome(
         "violated" if bad else "holds",
         f"{len(bad)} of {len(rows)} cells violate the candidate (worst ratio {ratio:.3f} at {_cell(worst)}). "
-        "A numerical check on these grids only, not a proof.",
+        "A numerical check of our derivation sketch (Lemma 1 summed over local steps only, the paper's "
+        "(79) and (101) for the drift), not a machine-checked proof.",
         {"violations": len(bad), "cells": len(rows), "worst_ratio": ratio},
     )

@@ -97,6 +97,7 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
     )
 
 
+@functools.lru_cache(maxsize=2)
 def load_cifar10(data_dir: Path) -> Dataset:
     """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself), per-channel normalised."""
     folder = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
