@@ -118,7 +118,8 @@ def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypa
 
 def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch, cifar_dir) -> None:
     """fig6-cifar with a tiny CIFAR-format folder, 4 local steps, one seed: plumbing only."""
-    cifar = {"eta": 0.05, "local_steps": 4, "tau2s": [15, 1]}
+    cifar = {"eta": 0.05, "local_steps": 4, "tau2s": [15, 1], "eval_samples": 20, "log_points": 2}
+    cifar["same_total"] = True
     mnist = {"eta": 0.05, "seeds": [0], "local_steps": 4, "eval_samples": 20}
     monkeypatch.setattr(experiments, "_cifar", lambda quick: cifar)
     monkeypatch.setattr(experiments, "_settings", lambda quick: mnist)
