@@ -1,4 +1,4 @@
-"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR]``.
+"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]``.
 
 The paper's claims, checked.
 
@@ -38,11 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="folder holding cifar-10-batches-py, for fig6-cifar (default: $DFLKIT_CIFAR10_DIR)",
     )
+    parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
     args = parser.parse_args(argv)
     quick = not args.full
     out = Path(args.out)
     try:
-        results = run_checks(args.only, quick, out, args.cifar_dir)
+        results = run_checks(args.only, quick, out, args.cifar_dir, args.device)
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2

@@ -177,7 +177,7 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     """One probed MNIST CNN run (cached by its settings): drift, gradient norms, variances, L estimates."""
     import torch
 
-    from paper_checks.experiments import run_folder
+    from paper_checks.experiments import DEVICE, run_folder
     from sim.estimates import hessian_norm, probe_drift
     from sim.runner import RunConfig
 
@@ -194,6 +194,7 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
         batch_size=cfg["batch_size"],
         seed=seed,
         checkpoint_every=10**9,
+        device=DEVICE[0],
     )
     key = json.dumps({**asdict(config), "out": None, **cfg, "seeds": None}, sort_keys=True)
     folder = run_folder(f"drift103-tau1={tau1}-tau2={tau2}-seed{seed}", key)
@@ -205,7 +206,7 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
 
     data = load_mnist()
     pick = np.random.default_rng(1000 + seed).choice(len(data.y_train), cfg["hessian_samples"], replace=False)
-    x, y = data.x_train[pick], data.y_train[pick]
+    x, y = data.x_train[pick].to(config.device), data.y_train[pick].to(config.device)
     probe = probe_drift(config, x[: cfg["eval_samples"]], y[: cfg["eval_samples"]], cfg["grad_every"])
     from sim.engine import Stack
     from sim.models import make_model

@@ -38,6 +38,7 @@ from sim.runner import RunConfig, run
 
 OUT = [Path("paper_checks_out") / "runs"]  # set by report.run_checks to <out>/runs
 CIFAR_DIR: list[str | None] = [None]  # set by report.run_checks (dfl-check --cifar-dir)
+DEVICE = ["cpu"]  # set by report.run_checks (dfl-check --device); part of every run's cache key
 
 
 def _settings(quick: bool) -> dict[str, Any]:
@@ -85,6 +86,7 @@ def _run(quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]:
         "nodes": 10,
         "partition": "shards",
         "checkpoint_every": 10**9,
+        "device": DEVICE[0],
     }
     config = RunConfig(**{**defaults, **kw})
     key = json.dumps({k: v for k, v in asdict(config).items() if k != "out"}, sort_keys=True)

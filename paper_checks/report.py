@@ -66,9 +66,12 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
 
 
 def run_checks(
-    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None
+    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None, device: str = "cpu"
 ) -> list[dict[str, Any]]:
-    """Run the selected checks (all by default) in registry order; ``cifar_dir`` for the CIFAR-10 ones."""
+    """Run the selected checks (all by default) in registry order.
+
+    ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation.
+    """
     import paper_checks.experiments
 
     load_checks()
@@ -77,6 +80,7 @@ def run_checks(
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
     paper_checks.experiments.OUT[0] = out / "runs"
     paper_checks.experiments.CIFAR_DIR[0] = cifar_dir
+    paper_checks.experiments.DEVICE[0] = device
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     return [run_one(chk, quick, cache_dir) for chk in CHECKS.values() if not ids or chk.id in ids]

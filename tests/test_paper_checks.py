@@ -129,3 +129,14 @@ def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypa
     assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
     assert len(result["evidence"]["same_total_steps"]) == 1  # one pair: tau2 = 15 against 1
     assert len(list((tmp_path / "out" / "runs").iterdir())) == 4  # tau2 = 15, 1 x same T (8), same local (4)
+
+
+def test_device_reaches_the_simulations(tmp_path, capsys) -> None:
+    """--device goes into every run's config: without CUDA, a CUDA run says so (and is not cached)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal cannot be observed")
+    assert main(["--out", str(tmp_path), "--only", "fig8-zeta", "--device", "cuda", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["status"] == "could not run" and "no CUDA device is available" in result["summary"]
