@@ -110,7 +110,7 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
         for group, series in groups.items():
             name = f"{result['id']}{'-' + group if group else ''}"
             title = f"{result['ref']}: {group.replace('_', ' ')}" if group else result["ref"]
-            x = 4 if group == "same_local_steps" else 0
+            x = 4 if group.endswith("same_local_steps") else 0
             made.append(save(check_curves(series, title, x=x), folder / name)[0])
             if result["id"] == "fig9-cdfl":
                 made.append(
