@@ -20,12 +20,19 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+import torch
 
 from bounds import formulas as f
 from bounds import spectral_summary
 from bounds.quadratic import exact_quadratic_dfl
+from paper_checks.experiments import DEVICE, run_folder
 from paper_checks.registry import Outcome, check
 from paper_checks.theory import TOPOLOGIES
+from sim.data import load_mnist
+from sim.engine import Stack
+from sim.estimates import hessian_norm, probe_drift
+from sim.models import make_model
+from sim.runner import RunConfig
 
 
 @check(
@@ -175,12 +182,6 @@ def _cnn_settings(quick: bool) -> dict[str, Any]:
 
 def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     """One probed MNIST CNN run (cached by its settings): drift, gradient norms, variances, L estimates."""
-    import torch
-
-    from paper_checks.experiments import DEVICE, run_folder
-    from sim.estimates import hessian_norm, probe_drift
-    from sim.runner import RunConfig
-
     cfg = _cnn_settings(quick)
     config = RunConfig(
         model="cnn",
@@ -202,15 +203,10 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     if result_file.is_file():
         return json.loads(result_file.read_text())
     config.out = str(folder)
-    from sim.data import load_mnist
-
     data = load_mnist()
     pick = np.random.default_rng(1000 + seed).choice(len(data.y_train), cfg["hessian_samples"], replace=False)
     x, y = data.x_train[pick].to(config.device), data.y_train[pick].to(config.device)
     probe = probe_drift(config, x[: cfg["eval_samples"]], y[: cfg["eval_samples"]], cfg["grad_every"])
-    from sim.engine import Stack
-    from sim.models import make_model
-
     stack = Stack(make_model("cnn", data.input_shape, data.num_classes))
     hessian = (
         [hessian_norm(stack, u, x, y, iters=cfg["hessian_iters"], seed=seed) for u in probe.states]
