@@ -428,16 +428,14 @@ def _wallclock_gains(curves: dict[str, list[list[list[float]]]], ratio: float) -
     every seed ('holds'), for no seed ('violated'), otherwise 'inconclusive'.
     """
 
-    def loss_at(rows: list[list[float]], t: float) -> float:
+    def time(rows: list[list[float]]) -> np.ndarray:
         arr = np.asarray(rows, dtype=float)
-        time = arr[:, 4] + (arr[:, 3] - arr[:, 4]) * ratio
-        return float(np.interp(t, time, arr[:, 1]))
+        return arr[:, 4] + (arr[:, 3] - arr[:, 4]) * ratio
 
-    horizon = min(
-        (lambda a: float(a[-1, 4] + (a[-1, 3] - a[-1, 4]) * ratio))(np.asarray(rows, dtype=float))
-        for seeds in curves.values()
-        for rows in seeds
-    )
+    def loss_at(rows: list[list[float]], t: float) -> float:
+        return float(np.interp(t, time(rows), np.asarray(rows, dtype=float)[:, 1]))
+
+    horizon = min(float(time(rows)[-1]) for seeds in curves.values() for rows in seeds)
     gains: dict[str, dict[str, list[float]]] = {}
     for fraction in WALLCLOCK_FRACTIONS:
         t = fraction * horizon
