@@ -63,16 +63,29 @@ def resolve_schedule(algorithm: str, tau1: int, tau2: int) -> tuple[int, int, bo
     return tau1, tau2, False
 
 
-def sparse_mixing(C: object, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d))."""
+def sparse_mixing(
+    C: object, dtype: torch.dtype = torch.float32, *, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d)).
+
+    Built directly on ``device`` (default: the CPU) with its invariants checked. Torch's two
+    warnings about constructing it, "Sparse CSR tensor support is in beta state" and "Sparse
+    invariant checks are implicitly disabled", are silenced here and nowhere else.
+    """
     M = sp.csr_matrix(C, dtype=np.float64)
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        warnings.filterwarnings(
+            "ignore", message=r"Sparse CSR tensor support is in beta", category=UserWarning
+        )
+        warnings.filterwarnings(
+            "ignore", message=r"Sparse invariant checks are implicitly disabled", category=UserWarning
+        )
         return torch.sparse_csr_tensor(
             torch.from_numpy(M.indptr.astype(np.int64)),
             torch.from_numpy(M.indices.astype(np.int64)),
             torch.from_numpy(M.data).to(dtype),
             size=M.shape,
+            device=device,
             check_invariants=True,
         )
 

@@ -7,10 +7,16 @@ on the pixels):
   ``nn.Module`` + SGD per node), and their ratio (target >= 5 at N = 10, B = 32);
 * the vectorised step time for N nodes x batch B over one model's step on one batch of
   N * B (the same arithmetic: the practical limit; target <= 1.3);
-* node-steps per second and peak resident memory at N = 100 and N = 1000 (ring);
-* the time of one gossip step X <- C X as N grows (dense and sparse C).
+* node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
+  CUDA device the peak memory allocated on it;
+* the time of one gossip step X <- C X as N grows (dense and sparse C), beside the time of
+  one copy of X (``X.clone()``): the floor of any step that writes a new N x d matrix.
 
-Ratios are taken from timings in the same run; nothing here is asserted.
+Every tensor is created on the requested device (``cpu``, ``cuda`` or ``cuda:INDEX``;
+anything else is refused with an :class:`~bounds.InputError`). On a CUDA device the timer
+synchronises the device before starting the clock and after the repeats, so the figures are
+the kernels' run time, not the time to launch them. Ratios are taken from timings in the same
+run; nothing here is asserted.
 """
 
 from __future__ import annotations
@@ -18,30 +24,99 @@ from __future__ import annotations
 import copy
 import resource
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
-from bounds import mixing_matrix
+from bounds import InputError, mixing_matrix
 from bounds.topologies import ring
 from sim.algorithms import sparse_mixing
 from sim.engine import Stack
 from sim.models import MnistCNN
 
-__all__ = ["run_benchmarks"]
+__all__ = ["distributed_benchmark", "gossip_benchmark", "resolve_device", "run_benchmarks"]
+
+_EXPECTED_DEVICES = "cpu, cuda or cuda:INDEX"
 
 
-def _time(fn, repeats: int) -> float:
-    fn()  # warm-up (first calls build the vmap/autograd graphs)
+@dataclass(frozen=True)
+class _Sizes:
+    """The problem sizes of one bench run (tests shrink them)."""
+
+    nodes: int
+    batch: int
+    repeats: int
+    scaling_nodes: tuple[int, ...]
+    gossip_nodes: tuple[int, ...]
+    dense_gossip_up_to: int = 1000
+
+
+def _sizes(quick: bool) -> _Sizes:
+    if quick:
+        return _Sizes(10, 32, 3, (100,), (10, 100, 1000))
+    return _Sizes(10, 32, 10, (100, 1000), (10, 100, 1000, 10000))
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``device`` as a :class:`torch.device` the bench can run on.
+
+    Raises:
+        InputError (a ``ValueError``): ``device`` is not a device name, not a CPU or CUDA
+            device, or a CUDA device this machine does not have; the one-line message names
+            the value and what was expected.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(f"device {device!r} is not a torch device (expected {_EXPECTED_DEVICES})") from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type != "cuda":
+        raise InputError(f"device {device!r} is not supported by the bench (expected {_EXPECTED_DEVICES})")
+    if not torch.cuda.is_available():
+        raise InputError(
+            f"device {device!r} is not available: this machine has no CUDA device (expected cpu)"
+        )
+    count = torch.cuda.device_count()
+    if dev.index is not None and dev.index >= count:
+        indices = "cuda:0" if count == 1 else f"cuda:0 ... cuda:{count - 1}"
+        raise InputError(
+            f"device {device!r} does not exist: this machine has {count} CUDA device(s) "
+            f"(expected cpu, cuda or {indices})"
+        )
+    return dev
+
+
+def _synchronize(dev: torch.device) -> None:
+    """Wait for every kernel queued on ``dev`` (a no-op on the CPU, whose ops are synchronous)."""
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _time(fn: Callable[[], object], repeats: int, dev: torch.device) -> float:
+    """Seconds per call of ``fn`` on ``dev``.
+
+    One warm-up call (the first calls build the autograd graphs and load the kernels), then
+    ``repeats`` calls between two device synchronisations: on CUDA the clock starts when the
+    queue is empty and stops when the last kernel has finished.
+    """
+    fn()
+    _synchronize(dev)
     start = time.perf_counter()
     for _ in range(repeats):
         fn()
+    _synchronize(dev)
     return (time.perf_counter() - start) / repeats
 
 
-def _engine_step(stack: Stack, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, eta: float = 0.01):
+def _engine_step(
+    stack: Stack, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, eta: float = 0.01
+) -> Callable[[], torch.Tensor]:
+    """One vectorised local step X - eta G(X) (a new matrix; X itself is left unchanged)."""
     w = torch.ones(y.shape, device=y.device)
     return lambda: stack.gradients(X, x, y, w)[0].mul_(eta).neg_().add_(X)
 
@@ -81,18 +156,56 @@ def distributed_benchmark(quick: bool, out: str) -> dict[str, Any]:
     return rows
 
 
-def run_benchmarks(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
-    """Measure and return the numbers listed in the module docstring."""
-    dev = torch.device(device)
+def gossip_benchmark(
+    d: int, nodes: Sequence[int], repeats: int, device: torch.device, dense_up_to: int = 1000
+) -> dict[str, dict[str, float]]:
+    """Milliseconds of one gossip step X <- C X on an N-node ring (X: N x d float32), per N.
+
+    ``dense_ms`` (C as a dense matrix, only for N <= ``dense_up_to``) and ``sparse_ms`` (C as
+    sparse CSR), beside ``copy_ms``: one ``X.clone()`` on the same device with the same timer.
+    Every tensor is created on ``device``.
+    """
+    rows: dict[str, dict[str, float]] = {}
+    for n in nodes:
+        C = mixing_matrix(ring(n))
+        X = torch.randn(n, d, device=device)
+        row: dict[str, float] = {}
+        if n <= dense_up_to:
+            dense = torch.as_tensor(C.toarray() if sp.issparse(C) else C, dtype=torch.float32, device=device)
+            row["dense_ms"] = round(1000 * _time(lambda dense=dense, X=X: dense @ X, repeats, device), 3)
+            del dense
+        sparse = sparse_mixing(C, device=device)
+        row["sparse_ms"] = round(1000 * _time(lambda sparse=sparse, X=X: sparse @ X, repeats, device), 3)
+        row["copy_ms"] = round(1000 * _time(lambda X=X: X.clone(), repeats, device), 3)
+        rows[str(n)] = row
+        del X, sparse
+    return rows
+
+
+def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Measure and return the numbers listed in the module docstring.
+
+    Raises:
+        InputError (a ``ValueError``): ``device`` is not ``cpu``, ``cuda`` or ``cuda:INDEX``
+            of this machine (checked before anything is measured).
+    """
+    dev = resolve_device(device)
+    sizes = _sizes(quick)
+    cuda = dev.type == "cuda"
     torch.manual_seed(0)
-    repeats = 3 if quick else 10
-    out: dict[str, Any] = {"device": device, "threads": torch.get_num_threads(), "repeats": repeats}
+    repeats = sizes.repeats
+    out: dict[str, Any] = {"device": str(dev), "threads": torch.get_num_threads(), "repeats": repeats}
+    if cuda:
+        out["device_name"] = torch.cuda.get_device_name(dev)
+    out["timer"] = (
+        "perf_counter, device synchronised before and after the repeats" if cuda else "perf_counter"
+    )
     model = MnistCNN().to(dev)
     stack = Stack(model)
-    n, b = 10, 32
+    n, b = sizes.nodes, sizes.batch
     X = stack.flatten(model).repeat(n, 1)
     x, y = torch.randn(n, b, 1, 28, 28, device=dev), torch.randint(0, 10, (n, b), device=dev)
-    vectorised = _time(_engine_step(stack, X, x, y), repeats)
+    vectorised = _time(_engine_step(stack, X, x, y), repeats, dev)
     models = [copy.deepcopy(model) for _ in range(n)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]
 
@@ -102,7 +215,7 @@ def run_benchmarks(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
             F.cross_entropy(m(x[i]), y[i]).backward()
             opt.step()
 
-    reference = _time(loop, repeats)
+    reference = _time(loop, repeats, dev)
     big_opt = torch.optim.SGD(model.parameters(), lr=0.01)
     xb, yb = x.reshape(n * b, 1, 28, 28), y.reshape(-1)
 
@@ -111,35 +224,31 @@ def run_benchmarks(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
         F.cross_entropy(model(xb), yb).backward()
         big_opt.step()
 
-    single = _time(big, repeats)
-    out["N10_B32"] = {
+    single = _time(big, repeats, dev)
+    out[f"N{n}_B{b}"] = {
         "vectorised_node_steps_per_s": round(n / vectorised, 1),
         "reference_node_steps_per_s": round(n / reference, 1),
         "speedup_vs_reference": round(reference / vectorised, 2),
         "step_time_over_single_big_batch": round(vectorised / single, 3),
     }
-    for nodes in [100] if quick else [100, 1000]:
+    for nodes in sizes.scaling_nodes:
         X = stack.flatten(model).repeat(nodes, 1)
         xs, ys = torch.randn(nodes, b, 1, 28, 28, device=dev), torch.randint(0, 10, (nodes, b), device=dev)
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(dev)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t = _time(_engine_step(stack, X, xs, ys), 1 if nodes >= 1000 else repeats)
+        t = _time(_engine_step(stack, X, xs, ys), 1 if nodes >= 1000 else repeats, dev)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out[f"N{nodes}_B32"] = {
+        row: dict[str, float] = {
             "node_steps_per_s": round(nodes / t, 1),
             "peak_rss_mb": round(peak / 1024, 1),
             "peak_rss_growth_mb": round((peak - before) / 1024, 1),
         }
+        if cuda:
+            row["peak_cuda_allocated_mb"] = round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
+        out[f"N{nodes}_B{b}"] = row
         del X, xs, ys
-    gossip: dict[str, Any] = {}
-    for nodes in [10, 100, 1000] if quick else [10, 100, 1000, 10000]:
-        C = mixing_matrix(ring(nodes))
-        X = torch.randn(nodes, stack.d)
-        row: dict[str, float] = {}
-        if nodes <= 1000:
-            dense = torch.as_tensor(C.toarray() if sp.issparse(C) else C, dtype=torch.float32)
-            row["dense_ms"] = round(1000 * _time(lambda dense=dense, X=X: dense @ X, repeats), 3)
-        sparse = sparse_mixing(C)
-        row["sparse_ms"] = round(1000 * _time(lambda sparse=sparse, X=X: sparse @ X, repeats), 3)
-        gossip[str(nodes)] = row
-    out["gossip_step_ms_d20490"] = gossip
+    out[f"gossip_step_ms_d{stack.d}"] = gossip_benchmark(
+        stack.d, sizes.gossip_nodes, repeats, dev, sizes.dense_gossip_up_to
+    )
     return out

@@ -288,7 +288,7 @@ def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -
 def build_trainer(config: RunConfig, s: Setup) -> Trainer:
     """The single-process trainer of a prepared run: X = x0 on every node, the run's gossip and sampler."""
     if config.nodes > SPARSE_GOSSIP_FROM_NODES and not s.uses_J:
-        C = sparse_mixing(s.C).to(s.device)
+        C = sparse_mixing(s.C, device=s.device)
     else:
         C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
     gossip = ChocoGossip(C, config.gamma, s.compressor) if config.algorithm == "cdfl" else ExactGossip(C)

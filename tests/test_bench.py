@@ -1,0 +1,170 @@
+"""``dfl-sim bench``: tensors on the requested device, a synchronising timer, refused devices, no warnings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+import sim.bench as bench
+from sim.cli import main
+from sim.engine import Stack
+
+TINY = bench._Sizes(
+    nodes=2, batch=2, repeats=1, scaling_nodes=(3,), gossip_nodes=(4, 6), dense_gossip_up_to=4
+)
+BAD_DEVICES = ["nonsense", "cuda:99", "meta", ""]
+FACTORIES = {
+    torch.randn,
+    torch.rand,
+    torch.randint,
+    torch.ones,
+    torch.zeros,
+    torch.empty,
+    torch.full,
+    torch.tensor,
+    torch.as_tensor,
+    torch.sparse_csr_tensor,
+}
+SIM = Path(bench.__file__).parent
+
+
+def _tensors(obj: Any) -> list[torch.Tensor]:
+    """Every tensor reachable from what a timed closure captured (tensors, modules, optimizers, lists)."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, nn.Module):
+        return [*obj.parameters(), *obj.buffers()]
+    if isinstance(obj, Stack):
+        return _tensors(obj.module)
+    if isinstance(obj, torch.optim.Optimizer):
+        return [p for group in obj.param_groups for p in group["params"]]
+    if isinstance(obj, list | tuple):
+        return [t for item in obj for t in _tensors(item)]
+    return []
+
+
+class _FactoryDevices(TorchFunctionMode):
+    """Records the ``device=`` of every tensor factory called from sim/ (None when not given)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, int, Any]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        caller = sys._getframe(1)
+        if func in FACTORIES and Path(caller.f_code.co_filename).parent == SIM:
+            self.calls.append((Path(caller.f_code.co_filename).name, caller.f_lineno, kwargs.get("device")))
+        return func(*args, **kwargs)
+
+
+def test_bench_puts_every_tensor_on_the_requested_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    timed: list[torch.Tensor] = []
+    devices: list[torch.device] = []
+
+    def fake_time(fn, repeats: int, dev: torch.device) -> float:
+        captured = [cell.cell_contents for cell in fn.__closure__ or ()] + list(fn.__defaults__ or ())
+        timed.extend(_tensors(captured))
+        devices.append(dev)
+        fn()
+        return 1e-3
+
+    monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
+    monkeypatch.setattr(bench, "_time", fake_time)
+    mode = _FactoryDevices()
+    with mode:
+        out = bench.run_benchmarks(quick=True, device="cpu")
+    cpu = torch.device("cpu")
+    assert out["device"] == "cpu"
+    assert devices and all(d == cpu for d in devices)
+    # Every tensor the timed closures use (X, batches, C dense and sparse, models) is on the device ...
+    assert len(timed) > 20
+    assert {t.device for t in timed} == {cpu}
+    assert any(t.layout == torch.sparse_csr for t in timed)
+    # ... and every tensor the bench creates is created there, explicitly (not by the CPU default).
+    assert any(name == "bench.py" for name, _, _ in mode.calls)
+    missing = [(name, line) for name, line, dev in mode.calls if dev is None or torch.device(dev) != cpu]
+    assert not missing, f"tensors created without device='cpu' at {missing}"
+
+
+def test_gossip_figures_have_a_copy_time_beside_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
+    out = bench.run_benchmarks(quick=True, device="cpu")
+    assert set(out) >= {"N2_B2", "N3_B2", "timer"}
+    gossip = out[f"gossip_step_ms_d{20490}"]
+    assert set(gossip) == {"4", "6"}
+    assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "copy_ms"}
+    assert set(gossip["6"]) == {"sparse_ms", "copy_ms"}  # above dense_gossip_up_to: no dense C
+    assert all(v >= 0 for row in gossip.values() for v in row.values())
+
+
+def test_timer_synchronises_a_cuda_device_before_and_after_the_repeats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append(f"sync {device}"))
+    bench._time(lambda: events.append("fn"), 3, torch.device("cuda", 0))
+    assert events == ["fn", "sync cuda:0", "fn", "fn", "fn", "sync cuda:0"]
+    events.clear()
+    bench._time(lambda: events.append("fn"), 2, torch.device("cpu"))
+    assert events == ["fn", "fn", "fn"]
+
+
+@pytest.mark.parametrize("device", BAD_DEVICES)
+def test_unusable_device_is_refused_naming_it(device: str) -> None:
+    with pytest.raises(ValueError, match="expected") as info:
+        bench.run_benchmarks(quick=True, device=device)  # refused before anything is measured
+    message = str(info.value)
+    assert repr(device) in message
+    assert "\n" not in message
+
+
+def test_cpu_devices_are_accepted() -> None:
+    assert bench.resolve_device("cpu") == torch.device("cpu")
+    assert bench.resolve_device(torch.device("cpu")) == torch.device("cpu")
+
+
+def test_cli_refuses_a_bad_device_with_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--quick", "--device", "nonsense"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("dfl-sim: error: device 'nonsense'")
+    assert "expected" in err
+
+
+def test_cli_bad_device_has_no_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "bench", "--device", "nonsense"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "dfl-sim: error: device 'nonsense' is not a torch device (expected cpu, cuda or cuda:INDEX)"
+    ]
+
+
+def test_sparse_gossip_prints_no_torch_warning() -> None:
+    """In a fresh process (torch warns once per process) with every warning an error."""
+    code = (
+        "import torch\n"
+        "from bounds import mixing_matrix\n"
+        "from bounds.topologies import ring\n"
+        "from sim.algorithms import sparse_mixing\n"
+        "from sim.bench import gossip_benchmark\n"
+        "S = sparse_mixing(mixing_matrix(ring(12)), device='cpu')\n"
+        "assert S.layout == torch.sparse_csr and (S @ torch.ones(12, 3)).shape == (12, 3)\n"
+        "print(gossip_benchmark(8, [4, 6], 1, torch.device('cpu'), dense_up_to=4))\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "copy_ms" in done.stdout
