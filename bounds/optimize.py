@@ -1,16 +1,24 @@
-"""The best (tau1, tau2, eta) under a compute / communication budget, for Proposition 1.
+"""The best (tau1, tau2, eta) under a compute / communication budget, by a DFL bound.
 
 Cost model: a local step costs ``t_comp`` seconds and a gossip step ``t_comm``
 seconds (or ``latency + bits / bandwidth`` for a float32 model of dimension
 ``dim``). A round costs tau1 t_comp + tau2 t_comm; the budget (seconds, and/or
 caps on local and gossip steps) fits K whole rounds, so T = K (tau1 + tau2).
 
-For each (tau1, tau2) the bound of Proposition 1 is, as a function of eta,
+For each (tau1, tau2) every bound here is, as a function of eta,
 
-    f(eta) = 2 gap / (eta T) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 D,
-    D = tau1 / (1 - zeta^(2 tau2)) - 1            (``bound="proposition1"``)
-    D = tau1 / (1 - zeta^(2 tau2))                (``bound="corrected"``, see
-                                                   formulas.local_drift_term_corrected)
+    f(eta) = 2 gap / (eta S) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 D, with
+
+    ``bound="repaired"`` (default): S = K tau1 (local steps only),
+        D = tau1 q / (1 - q) + (tau1 - 1) / 2, q = zeta^(2 tau2): our repair of Proposition 1
+        (formulas.candidate_local_step_bound; identical nodes, independent noises);
+    ``bound="paper"`` (alias "proposition1"): S = T = K (tau1 + tau2),
+        D = tau1 / (1 - q) - 1: Proposition 1 as stated, which is refuted (README Finding 0);
+    ``bound="corrected"``: S = T, D = tau1 / (1 - q) (formulas.local_drift_term_corrected): it
+        still counts gossip steps in T, so the same counterexample refutes it.
+
+With S = T, cheap gossip steps lower 2 gap / (eta T) without any descent, and the optimiser
+piles them up; the repair counts only the local steps.
 
 f is convex on eta > 0, so the best admissible eta is the root of f' clipped to
 (0, eta_max], eta_max the largest eta satisfying (eta). The root is found by
@@ -28,9 +36,16 @@ import numpy as np
 from bounds import proposition1
 from bounds._checks import InputError, real_array
 
-__all__ = ["BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
+__all__ = ["ALIASES", "BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
 
-BOUNDS = ("proposition1", "corrected")
+BOUNDS = ("repaired", "paper", "corrected")
+ALIASES = {"proposition1": "paper"}
+REFUTED = {
+    "paper": "bound 'paper' is Proposition 1 as stated, which is refuted (README Finding 0: gossip steps "
+    "count in T without descent); use the default 'repaired'",
+    "corrected": "bound 'corrected' still counts gossip steps in T and is refuted by Proposition 1's "
+    "counterexample; use the default 'repaired'",
+}
 _BISECTION_STEPS = 80
 
 
@@ -128,24 +143,25 @@ def optimize_dfl(
     max_gossip_steps: int | None = None,
     max_tau1: int = 50,
     max_tau2: int = 50,
-    bound: str = "proposition1",
+    bound: str = "repaired",
     runners_up: int = 5,
 ) -> OptimizeResult:
-    """Minimise Proposition 1's bound over tau1 in 1..max_tau1, tau2 in 1..max_tau2 and eta.
+    """Minimise a DFL bound over tau1 in 1..max_tau1, tau2 in 1..max_tau2 and eta <= eta_max of (eta).
 
     Args:
         L, sigma2, N, gap, zeta: the problem (as in :func:`bounds.dfl_bound`); gap > 0.
         cost: seconds per local and per gossip step.
         budget_seconds, max_local_steps, max_gossip_steps: the budget; at least one.
         max_tau1, max_tau2: the grid.
-        bound: ``"proposition1"`` (as stated) or ``"corrected"`` (our corrected drift term).
+        bound: ``"repaired"`` (default, our repair), ``"paper"`` (Proposition 1 as stated, refuted;
+            alias ``"proposition1"``) or ``"corrected"`` (the paper's with our drift term; refuted).
         runners_up: how many next-best cells to report.
 
     Raises:
         InputError: bad input, or a budget that fits no round at all.
 
     >>> r = optimize_dfl(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5),
-    ...                  budget_seconds=10_000, max_tau1=20, max_tau2=20)
+    ...                  budget_seconds=10_000, max_tau1=20, max_tau2=20, bound="paper")
     >>> (r.tau1, r.tau2, r.rounds)  # Proposition 1 rewards cheap gossip steps: they count in T
     (1, 20, 909)
     """
@@ -154,6 +170,7 @@ def optimize_dfl(
     real_array("N", N, low=1, integer=True)
     real_array("gap", gap, low=0, low_open=True)
     z = float(real_array("zeta", zeta, low=0, high=1))
+    bound = ALIASES.get(bound, bound)
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
     tau1, tau2, rounds, feasible = budget_grid(
@@ -162,8 +179,12 @@ def optimize_dfl(
     steps = rounds * (tau1 + tau2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
-        drift = tau1 / (1 - z ** (2 * tau2)) - (1.0 if bound == "proposition1" else 0.0)
-        a = np.where(feasible, 2 * gap / np.where(feasible, steps, 1.0), np.inf)
+        q = z ** (2 * tau2)
+        if bound == "repaired":
+            drift, counted = tau1 * q / (1 - q) + (tau1 - 1) / 2, rounds * tau1
+        else:
+            drift, counted = tau1 / (1 - q) - (1.0 if bound == "paper" else 0.0), steps
+        a = np.where(feasible, 2 * gap / np.where(feasible, counted, 1.0), np.inf)
         b = np.full(tau1.shape, L * sigma2 / N)
         c = 2 * L**2 * sigma2 * drift
         eta = np.where(feasible & (eta_max > 0), _best_eta(a, b, c, np.maximum(eta_max, 1e-300)), np.nan)
@@ -181,7 +202,10 @@ def optimize_dfl(
         "bound": value,
     }
     at, cells = pick(grid, value, runners_up)
-    message = "" if at["eta"] < at["eta_max"] else "the best eta is at eta_max: the step-size condition binds"
+    notes = [REFUTED[bound]] if bound in REFUTED else []
+    if at["eta"] >= at["eta_max"]:
+        notes.append("the best eta is at eta_max: the step-size condition binds")
+    message = "; ".join(notes)
     return OptimizeResult(
         tau1=at["tau1"], tau2=at["tau2"], eta=at["eta"], bound=at["bound"], rounds=at["rounds"],
         steps=at["steps"], time=at["time"], eta_max=at["eta_max"], runners_up=cells, success=True,

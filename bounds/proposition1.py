@@ -10,6 +10,14 @@ are broadcast together, so a whole tau1 x tau2 x zeta grid is one call
 Degenerate inputs are not errors but infinite bounds with a message:
 zeta = 1 (disconnected graph, or C = I) and tau2 = 0 (no gossip) both make
 1 - zeta^tau2 = 0, so gossip never contracts the drift.
+
+Proposition 1 as stated is refuted (README, Finding 0); every result also carries
+``bound_repaired``, our repair (:func:`bounds.formulas.candidate_local_step_bound`), which bounds
+the average over the local steps only and assumes the nodes' gradient noises independent.
+
+The step-size conditions are compared as ``lhs <= 1 + CONDITION_RTOL`` (relative tolerance
+1e-12): at eta = eta_max the left side is 1 up to rounding (e.g. 1.0000000000000002), and
+eta_max must pass its own condition.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ import numpy as np
 from bounds import formulas as f
 from bounds._checks import real_array
 
-__all__ = ["DFLBound", "bound_grid", "dfl_bound", "eta_max"]
+__all__ = ["CONDITION_RTOL", "DFLBound", "bound_grid", "dfl_bound", "eta_max"]
+
+CONDITION_RTOL = 1e-12  # relative tolerance of every step-size condition (floating-point rounding)
 
 
 @dataclass(frozen=True)
@@ -30,11 +40,17 @@ class DFLBound:
     """Proposition 1 evaluated at one point or on a grid (fields broadcast together).
 
     Attributes:
-        bound: right side of eq. (upper-bound).
+        bound: right side of eq. (upper-bound) (refuted as stated: README Finding 0).
+        bound_repaired: our repair's right side, a bound on the average of ||grad F(u_t)||^2 over
+            the local steps only: 2 gap / (eta n_local) + eta L sigma^2 / N
+            + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
+            n_local = K tau1 + min(tail, tau1) the local steps among the T (identical nodes,
+            independent noises, under (eta)).
         sync_sgd_term: 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N.
         local_drift_term: 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1).
         limit_T_inf: eq. (inftyT), the bound as T -> infinity.
-        eta_condition_lhs, eta_condition_ok: left side of (eta) and whether it is <= 1.
+        eta_condition_lhs, eta_condition_ok: left side of (eta) and whether it is <= 1
+            (up to the relative tolerance CONDITION_RTOL).
         eta_max: largest eta satisfying (eta) (closed form).
         general_condition_lhs, general_condition_ok, general_eta_max: the same for
             the condition at the end of Appendix A with Lemma 2's ``beta_var``.
@@ -45,6 +61,7 @@ class DFLBound:
     """
 
     bound: Any
+    bound_repaired: Any
     sync_sgd_term: Any
     local_drift_term: Any
     limit_T_inf: Any
@@ -191,19 +208,24 @@ def dfl_bound(
             "local_drift_term": mixing(f.local_drift_term(eta_, L_, s2, t1, t2, z)),
             "limit_T_inf": mixing(f.limit_T_inf(eta_, L_, s2, N_, t1, t2, z)),
             "eta_condition_lhs": lhs,
-            "eta_condition_ok": lhs <= 1.0,
+            "eta_condition_ok": lhs <= 1.0 + CONDITION_RTOL,
             "eta_max": _admissible(a, 1, L_),
             "general_condition_lhs": general,
-            "general_condition_ok": general <= 1.0,
+            "general_condition_ok": general <= 1.0 + CONDITION_RTOL,
             "general_eta_max": _admissible(a_general, b_general, L_),
             "lemma1_lhs": lemma1,
-            "lemma1_ok": lemma1 <= 1.0,
+            "lemma1_ok": lemma1 <= 1.0 + CONDITION_RTOL,
         }
     rounds = np.floor(T_ / (t1 + t2))
     tail = T_ - rounds * (t1 + t2)
+    local_rounds = (rounds * t1 + np.minimum(tail, t1)) / t1  # K of the repair: local steps / tau1
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        repaired = f.candidate_local_step_bound(eta_, L_, s2, N_, t1, t2, z, local_rounds, gap_)
+        out["bound_repaired"] = mixing(repaired)
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
     out = {k: _scalar(np.asarray(v)) for k, v in out.items()}
+    out = {"bound": out.pop("bound"), "bound_repaired": out.pop("bound_repaired"), **out}
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     return DFLBound(**out, message=message, inputs=inputs)
@@ -211,10 +233,10 @@ def dfl_bound(
 
 def _admissible(a: np.ndarray, b: Any, L: np.ndarray) -> np.ndarray:
     """Largest eta with b (eta L) + a (eta L)^2 <= 1: the closed-form root, nudged down by ulps
-    where rounding put the condition just above 1, so that eta = eta_max always passes it."""
+    where rounding put the condition above 1 + CONDITION_RTOL, so that eta = eta_max passes it."""
     e_max = np.asarray(f.eta_max_from_quadratic(a, b, L), dtype=np.float64)
     for _ in range(8):
-        over = (e_max > 0) & (f.quadratic_condition_lhs(e_max * L, a, b) > 1.0)
+        over = (e_max > 0) & (f.quadratic_condition_lhs(e_max * L, a, b) > 1.0 + CONDITION_RTOL)
         if not over.any():
             break
         e_max = np.where(over, np.nextafter(np.nextafter(e_max, 0), 0), e_max)
@@ -247,7 +269,8 @@ def _message(
     elif not ok.all():
         if scalar:
             notes.append(
-                f"eta = {eta.item():.6g} violates the step-size condition (eta); the "
+                f"eta = {eta.item():.6g} violates the step-size condition (eta) (compared with a "
+                f"relative tolerance of {CONDITION_RTOL:g}); the "
                 f"largest admissible eta is {e_max.item():.6g}, so the bound is not "
                 "guaranteed"
             )

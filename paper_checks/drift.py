@@ -41,8 +41,10 @@ from sim.runner import RunConfig
     "(L^2/(TN)) sum_t E||X_t (I - J)||_F^2 <= 2 eta^2 L^2 sigma^2 "
     "(tau1 / (1 - zeta^(2 tau2)) - 1) + gradient terms; under pure noise the gradient terms vanish.",
     "exact drift under pure gradient noise (grad F = 0) by matrix recursion, over topologies, tau1, tau2, K",
+    statement=f.local_drift_term,
 )
-def local_drift(quick: bool) -> Outcome:
+def local_drift(quick: bool, noise_term: Any) -> Outcome:
+    """``noise_term(eta, L, sigma2, tau1, tau2, zeta)``: the claimed bound on the pure-noise drift x L^2."""
     rows = []
     for (name, build), tau1, tau2, K in itertools.product(
         TOPOLOGIES.items(), range(1, 6 if quick else 9), range(1, 8 if quick else 16), [1, 10]
@@ -52,7 +54,7 @@ def local_drift(quick: bool) -> Outcome:
         measured = exact_quadratic_dfl(
             C, tau1, tau2, K * (tau1 + tau2), eta=1.0, L=0.0, sigma2=1.0
         ).drift.mean()
-        stated = f.local_drift_term(1.0, 1.0, 1.0, tau1, tau2, z)
+        stated = noise_term(1.0, 1.0, 1.0, tau1, tau2, z)
         corrected = f.local_drift_term_corrected(1.0, 1.0, 1.0, tau1, tau2, z)
         rows.append(
             {
@@ -86,14 +88,14 @@ def local_drift(quick: bool) -> Outcome:
 
 
 def _full_103_cell(
-    C: np.ndarray, z: float, tau1: int, tau2: int, K: int, fraction: float, start: float
+    C: np.ndarray, z: float, tau1: int, tau2: int, K: int, fraction: float, start: float, bound_103: Any
 ) -> dict:
     """One exact cell: measured drift against (103) in full, stated and with the corrected noise term."""
     n = C.shape[0]
     eta = fraction * float(f.eta_max(1.0, tau1, tau2, z))
     T = K * (tau1 + tau2)
     run = exact_quadratic_dfl(C, tau1, tau2, T, eta=eta, L=1.0, sigma2=1.0, w1=np.array([start]))
-    stated = f.local_drift_bound_103(eta, 1.0, 1.0, n, tau1, tau2, z, T, run.local_grad_sum)
+    stated = bound_103(eta, 1.0, 1.0, n, tau1, tau2, z, T, run.local_grad_sum)
     noise_stated = f.local_drift_term(eta, 1.0, 1.0, tau1, tau2, z)
     noise_corrected = f.local_drift_term_corrected(eta, 1.0, 1.0, tau1, tau2, z)
     return {
@@ -123,8 +125,10 @@ def _ratio(measured: float, bound: float) -> float | None:
     "exact expectations on F(w) = (L/2) w^2 with Gaussian gradient noise (L = 1, sigma^2 = 1, beta = 0, "
     "i.i.d. nodes) over topologies, tau1, tau2, K, eta in {eta_max/2, eta_max} and a start at the "
     "optimum or 3 away; the gradient norms E||grad F(X_s)||_F^2 are the exact ones of the run",
+    statement=f.local_drift_bound_103,
 )
-def drift_103_quadratic(quick: bool) -> Outcome:
+def drift_103_quadratic(quick: bool, bound_103: Any) -> Outcome:
+    """``bound_103(eta, L, sigma2, N, tau1, tau2, zeta, T, S)``: the claimed bound on the drift x L^2."""
     rows: list[dict[str, Any]] = []
     for name, build in TOPOLOGIES.items():
         C = build()
@@ -132,7 +136,7 @@ def drift_103_quadratic(quick: bool) -> Outcome:
         for tau1, tau2, K, fraction, start in itertools.product(
             range(1, 5 if quick else 9), range(1, 6 if quick else 16), [1, 10, 50], [0.5, 1.0], [0.0, 3.0]
         ):
-            rows.append({"topology": name, **_full_103_cell(C, z, tau1, tau2, K, fraction, start)})
+            rows.append({"topology": name, **_full_103_cell(C, z, tau1, tau2, K, fraction, start, bound_103)})
     for r in rows:
         r["ratio"] = _ratio(r["measured"], r["bound_103"])
         r["ratio_corrected"] = _ratio(r["measured"], r["bound_103_corrected"])
@@ -246,8 +250,9 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     "max over the visited (node, local step) points of the per-sample variance / B; beta = 0. L does not "
     "enter (103) / L^2; it is estimated (Hessian power iteration at u_1, u_(T/2), u_(T+1)) to say whether "
     "eta satisfies (eta)",
+    statement=f.local_drift_bound_103,
 )
-def drift_103_cnn(quick: bool) -> Outcome:
+def drift_103_cnn(quick: bool, bound_103: Any) -> Outcome:
     z = spectral_summary(TOPOLOGIES["ring"]()).zeta
     cfg = _cnn_settings(quick)
     rows, L_hat = [], 0.0
@@ -258,12 +263,10 @@ def drift_103_cnn(quick: bool) -> Outcome:
         L_hat = max([L_hat, *(h for p in probes for h in p["hessian_norms"])])
         T = probes[0]["T"]
         bounds = [
-            f.local_drift_bound_103(cfg["eta"], 1.0, sigma2, 10, tau1, tau2, z, T, p["local_grad_sum"])
-            for p in probes
+            bound_103(cfg["eta"], 1.0, sigma2, 10, tau1, tau2, z, T, p["local_grad_sum"]) for p in probes
         ]
         low_sigma = [
-            f.local_drift_bound_103(cfg["eta"], 1.0, sigma2_mean, 10, tau1, tau2, z, T, p["local_grad_sum"])
-            for p in probes
+            bound_103(cfg["eta"], 1.0, sigma2_mean, 10, tau1, tau2, z, T, p["local_grad_sum"]) for p in probes
         ]
         measured = [p["drift"] for p in probes]
         rows.append(

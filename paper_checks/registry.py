@@ -11,7 +11,8 @@ from typing import Any
 
 __all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "load_checks"]
 
-STATUSES = ("holds", "violated", "inconclusive", "could not run")
+STATUSES = ("holds", "violated", "inconclusive", "reference", "could not run")
+"""``reference``: a documented value or a case outside the claim's assumptions, not evidence either way."""
 
 
 @dataclass
@@ -29,13 +30,26 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Check:
-    """One claim of the paper (``ref`` is the paper's numbering) and the function that tests it."""
+    """One claim of the paper (``ref`` is the paper's numbering) and the function that tests it.
+
+    ``statement`` is the claim as data (a bound as a function, an ordering, a closed form, expected
+    signs): ``run(quick, statement)`` measures and then judges that statement, so a test can hand it a
+    deliberately wrong one and see ``violated`` (tests/test_check_mutations.py does, for every check).
+    A ``reference`` check documents a value or a case outside the claim's assumptions; its status is
+    ``reference`` and it has no statement to falsify.
+    """
 
     id: str
     ref: str
     claim: str
     method: str
-    run: Callable[[bool], Outcome]
+    run: Callable[[bool, Any], Outcome]
+    statement: Any = None
+    reference: bool = False
+
+    def __call__(self, quick: bool, statement: Any = None) -> Outcome:
+        """Run the check on ``statement`` (the paper's, by default)."""
+        return self.run(quick, self.statement if statement is None else statement)
 
     def fingerprint(self, quick: bool) -> str:
         """Changes when the code of the check's module or the mode changes (the cache key).
@@ -51,14 +65,19 @@ CHECKS: dict[str, Check] = {}
 
 
 def check(
-    id: str, ref: str, claim: str, method: str
-) -> Callable[[Callable[[bool], Outcome]], Callable[[bool], Outcome]]:
-    """Register ``fn(quick) -> Outcome`` as the check of one claim."""
+    id: str, ref: str, claim: str, method: str, statement: Any = None, reference: bool = False
+) -> Callable[[Callable[[bool, Any], Outcome]], Callable[[bool, Any], Outcome]]:
+    """Register ``fn(quick, statement) -> Outcome`` as the check of one claim.
 
-    def register(fn: Callable[[bool], Outcome]) -> Callable[[bool], Outcome]:
+    Every check but a ``reference`` one must give the ``statement`` it tests.
+    """
+    if statement is None and not reference:
+        raise ValueError(f"check {id!r} gives no statement to test (or declare it reference=True)")
+
+    def register(fn: Callable[[bool, Any], Outcome]) -> Callable[[bool, Any], Outcome]:
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS[id] = Check(id, ref, claim, method, fn)
+        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference)
         return fn
 
     return register
@@ -69,6 +88,7 @@ CHECK_MODULES = (
     "paper_checks.theory",
     "paper_checks.drift",
     "paper_checks.real_problems",
+    "paper_checks.repair",
 )
 
 

@@ -42,7 +42,7 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
         return {**cached, "cached": True}
     start = time.perf_counter()
     try:
-        outcome = chk.run(quick)
+        outcome = chk(quick)
     except Exception as exc:  # a check that cannot run says why; the others still run
         outcome = Outcome(
             "could not run", f"{type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()}

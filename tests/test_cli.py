@@ -77,6 +77,28 @@ def test_dfl_json_keys_and_values(capsys) -> None:
     assert data["sync_sgd_term"] == pytest.approx(0.201) and data["eta_condition_ok"] is True
 
 
+def test_dfl_json_reports_the_repaired_bound(capsys) -> None:
+    """bound_repaired = 2 gap / (eta K tau1) + eta L sigma^2 / N
+    + 2 eta^2 L^2 sigma^2 (tau1 q / (1 - q) + (tau1 - 1) / 2), q = zeta^(2 tau2), by hand."""
+    code, out, _ = run(capsys, *DFL, "--zeta", "0.87", "--json")
+    data = json.loads(out)
+    q = 0.87**8
+    by_hand = 2 / (0.01 * 125 * 4) + 0.01 / 10 + 2e-4 * (4 * q / (1 - q) + 1.5)  # K = 1000 / 8 = 125
+    assert code == 0 and data["bound_repaired"] == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_eta_max_passes_its_own_condition(capsys) -> None:
+    """tau1 = 1, tau2 = 9, zeta = 0: eta = 0.1 = eta_max; the left side is 1 up to rounding."""
+    argv = ["dfl", "--L", "1", "--sigma2", "0", "--nodes", "10", "--tau1", "1", "--tau2", "9"]
+    code, out, _ = run(capsys, *argv, "--zeta", "0", "--T", "100", "--gap", "1", "--eta", "0.1", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["eta_max"] == pytest.approx(0.1) and data["eta_condition_ok"] is True
+    assert data["message"] == ""
+    code, out, _ = run(capsys, *argv, "--zeta", "0", "--T", "100", "--gap", "1", "--eta", "0.1001", "--json")
+    data = json.loads(out)
+    assert data["eta_condition_ok"] is False and "relative tolerance" in data["message"]
+
+
 def test_dfl_from_topology(capsys) -> None:
     code, out, _ = run(capsys, *DFL, "--topology", "ring", "--json")
     data = json.loads(out)
@@ -169,6 +191,22 @@ def test_optimize_json_keys_and_agreement_with_python(capsys) -> None:
     )
     assert (data["tau1"], data["tau2"], data["rounds"]) == (r.tau1, r.tau2, r.rounds)
     assert data["bound"] == pytest.approx(r.bound)
+    assert data["bound_used"] == "repaired" and "refuted" not in data["message"]
+    code, out, _ = run(
+        capsys,
+        *OPT,
+        "--zeta",
+        "0.87",
+        "--t-comm",
+        "0.5",
+        "--budget-seconds",
+        "1000",
+        "--bound",
+        "paper",
+        "--json",
+    )
+    paper = json.loads(out)
+    assert paper["bound_used"] == "paper" and "refuted" in paper["message"]
 
 
 def test_optimize_with_network_cost_and_topology(capsys) -> None:

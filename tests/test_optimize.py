@@ -14,8 +14,14 @@ from bounds.optimize import CostModel, optimize_dfl
 PROBLEM = dict(L=2.0, sigma2=0.8, N=10, gap=5.0, zeta=0.87)
 
 
-def brute_force(cost: CostModel, budget: float, t1_max: int, t2_max: int) -> tuple[float, int, int, float]:
-    """Loop over (tau1, tau2); for each, the best eta in (0, eta_max] by bounded scalar minimisation."""
+def brute_force(
+    cost: CostModel, budget: float, t1_max: int, t2_max: int, bound: str = "paper"
+) -> tuple[float, int, int, float]:
+    """Loop over (tau1, tau2); for each, the best eta in (0, eta_max] by bounded scalar minimisation.
+
+    The bound comes from ``dfl_bound``: its ``bound`` (paper) or ``bound_repaired`` field.
+    """
+    field = "bound" if bound == "paper" else "bound_repaired"
     best = (math.inf, 0, 0, 0.0)
     for tau1 in range(1, t1_max + 1):
         for tau2 in range(1, t2_max + 1):
@@ -26,7 +32,7 @@ def brute_force(cost: CostModel, budget: float, t1_max: int, t2_max: int) -> tup
             top = eta_max(L=PROBLEM["L"], tau1=tau1, tau2=tau2, zeta=PROBLEM["zeta"])
 
             def value(log_eta: float, tau1: int = tau1, tau2: int = tau2, T: int = T) -> float:
-                return dfl_bound(eta=math.exp(log_eta), tau1=tau1, tau2=tau2, T=T, **PROBLEM).bound
+                return getattr(dfl_bound(eta=math.exp(log_eta), tau1=tau1, tau2=tau2, T=T, **PROBLEM), field)
 
             res = minimize_scalar(
                 value, bounds=(math.log(top) - 30, math.log(top)), method="bounded", options={"xatol": 1e-10}
@@ -38,18 +44,20 @@ def brute_force(cost: CostModel, budget: float, t1_max: int, t2_max: int) -> tup
     return best
 
 
+@pytest.mark.parametrize("bound", ["paper", "repaired"])
 @pytest.mark.parametrize(
     ("t_comp", "t_comm", "budget"), [(1.0, 0.5, 2000.0), (0.2, 3.0, 500.0), (1.0, 1.0, 40.0)]
 )
-def test_optimum_equals_brute_force(t_comp: float, t_comm: float, budget: float) -> None:
+def test_optimum_equals_brute_force(t_comp: float, t_comm: float, budget: float, bound: str) -> None:
     cost = CostModel(t_comp, t_comm)
-    r = optimize_dfl(**PROBLEM, cost=cost, budget_seconds=budget, max_tau1=12, max_tau2=12)
-    value, tau1, tau2, eta = brute_force(cost, budget, 12, 12)
+    r = optimize_dfl(**PROBLEM, cost=cost, budget_seconds=budget, max_tau1=12, max_tau2=12, bound=bound)
+    value, tau1, tau2, eta = brute_force(cost, budget, 12, 12, bound)
     assert (r.tau1, r.tau2) == (tau1, tau2)
     assert r.bound == pytest.approx(value, rel=1e-7)
     assert r.eta == pytest.approx(eta, rel=1e-4)
     check = dfl_bound(eta=r.eta, tau1=r.tau1, tau2=r.tau2, T=r.steps, **PROBLEM)
-    assert check.bound == pytest.approx(r.bound, rel=1e-12) and check.eta_condition_ok
+    field = check.bound if bound == "paper" else check.bound_repaired
+    assert field == pytest.approx(r.bound, rel=1e-12) and check.eta_condition_ok
     assert r.time <= budget and r.rounds == math.floor(budget / (tau1 * t_comp + tau2 * t_comm))
 
 
@@ -82,8 +90,20 @@ def test_network_cost_model() -> None:
     assert cost.t_comm == pytest.approx(0.002 + 32e6 / 1e8)
 
 
+def test_repaired_is_the_default_and_the_refuted_bounds_say_so() -> None:
+    kw = dict(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8)
+    default, repaired = optimize_dfl(**kw), optimize_dfl(**kw, bound="repaired")
+    assert (default.tau1, default.tau2, default.bound) == (repaired.tau1, repaired.tau2, repaired.bound)
+    assert "refuted" not in default.message
+    paper, alias = optimize_dfl(**kw, bound="paper"), optimize_dfl(**kw, bound="proposition1")
+    assert paper.bound == alias.bound and "refuted" in paper.message
+    assert "refuted" in optimize_dfl(**kw, bound="corrected").message
+
+
 def test_corrected_bound_is_selectable_and_never_smaller() -> None:
-    a = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8)
+    a = optimize_dfl(
+        **PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8, bound="paper"
+    )
     b = optimize_dfl(
         **PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=8, max_tau2=8, bound="corrected"
     )

@@ -1,0 +1,128 @@
+"""Claims as data: the bounds, orderings and closed forms that the checks test.
+
+A check measures (an exact recursion, a Monte Carlo, a training run) and then judges a
+*statement* given to it; the paper's statement is the default, and the tests hand every check a
+deliberately wrong one to see it come out ``violated`` (tests/test_check_mutations.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bounds import formulas as f
+
+__all__ = [
+    "COROLLARY_1",
+    "COROLLARY_2",
+    "PROPOSITION_1",
+    "REPAIR",
+    "Bound",
+    "Cell",
+    "judge_cells",
+    "public_rows",
+    "ratio",
+    "scaled",
+]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The constants of one test problem, in the paper's notation (T = K (tau1 + tau2))."""
+
+    eta: float
+    L: float
+    sigma2: float
+    N: int
+    tau1: int
+    tau2: int
+    zeta: float
+    K: int
+    gap: float
+
+    @property
+    def T(self) -> int:
+        return self.K * (self.tau1 + self.tau2)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The inequality ``E[average of ||grad F(u_t)||^2] <= rhs(cell)``.
+
+    ``over`` says which steps the left side averages: ``"all"`` (the paper's (1/T) sum_{t=1}^T) or
+    ``"local"`` (the K tau1 local steps only, our repair).
+    """
+
+    name: str
+    rhs: Callable[[Cell], float]
+    over: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.over not in ("all", "local"):
+            raise ValueError(f"over = {self.over!r} (expected 'all' or 'local')")
+
+
+def _prop1(c: Cell) -> float:
+    return f.upper_bound(c.eta, c.L, c.sigma2, c.N, c.tau1, c.tau2, c.zeta, c.T, c.gap)
+
+
+def _sync(c: Cell) -> float:
+    return f.sync_sgd_term(c.eta, c.L, c.sigma2, c.N, c.T, c.gap)
+
+
+def _corollary2(c: Cell) -> float:
+    return _sync(c) + 2 * c.eta**2 * c.L**2 * c.sigma2 * (c.tau1 - 1)
+
+
+def _repair(c: Cell) -> float:
+    return f.candidate_local_step_bound(c.eta, c.L, c.sigma2, c.N, c.tau1, c.tau2, c.zeta, c.K, c.gap)
+
+
+PROPOSITION_1 = Bound("Proposition 1, eq. (upper-bound)", _prop1)
+COROLLARY_1 = Bound("Corollary 1: 2 gap / (eta T) + eta L sigma^2 / N", _sync)
+COROLLARY_2 = Bound("Corollary 2: Corollary 1 + 2 eta^2 L^2 sigma^2 (tau1 - 1)", _corollary2)
+REPAIR = Bound("our repair (local-step average)", _repair, over="local")
+
+
+def scaled(bound: Bound, factor: float) -> Bound:
+    """``bound`` with its right side multiplied by ``factor`` (mutants and loose true statements)."""
+    return Bound(f"{factor:g} x {bound.name}", lambda c: factor * bound.rhs(c), bound.over)
+
+
+def ratio(lhs: float, rhs: float) -> float:
+    """lhs / rhs, inf where the bound is 0 and the left side is not."""
+    if rhs > 0:
+        return lhs / rhs
+    return 0.0 if lhs <= 0 else float("inf")
+
+
+def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) -> dict[str, Any]:
+    """Evaluate ``bound`` on exact cells (each row has 'cell', 'lhs_all', 'lhs_local').
+
+    Adds 'lhs', 'rhs', 'ratio' to every row (the left side the bound names) and returns the
+    verdict: 'violated' if some left side exceeds its bound by more than ``rtol`` (relative).
+    """
+    for r in rows:
+        r["lhs"] = r["lhs_all"] if bound.over == "all" else r["lhs_local"]
+        r["rhs"] = float(bound.rhs(r["cell"]))
+        r["ratio"] = ratio(r["lhs"], r["rhs"])
+    bad = [r for r in rows if r["lhs"] > r["rhs"] * (1 + rtol)]
+    worst = max(rows, key=lambda r: r["ratio"])
+    return {
+        "status": "violated" if bad else "holds",
+        "cells": len(rows),
+        "violations": len(bad),
+        "worst": worst,
+    }
+
+
+def public_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for the report: the cell's constants inlined, nothing that is not plain data."""
+    out = []
+    for r in rows:
+        c = r["cell"]
+        head = {"tau1": c.tau1, "tau2": c.tau2, "K": c.K, "zeta": round(c.zeta, 4), "N": c.N}
+        head |= {"sigma2": c.sigma2, "eta": c.eta}
+        out.append(head | {k: v for k, v in r.items() if k != "cell"})
+    return out

@@ -1,0 +1,184 @@
+"""Every check can fail: handed a deliberately wrong statement it says violated, a true one holds.
+
+The registry enumerates the checks; a check without both entries here fails
+``test_every_check_has_a_mutation_pair``. Expensive checks run on shrunken settings; the
+experiment checks (Figs. 6-9) judge fabricated per-seed losses (their simulations are tested in
+test_paper_checks.py), so here it is their verdict logic on the statement that is under test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import paper_checks.drift as drift
+import paper_checks.experiments as experiments
+import paper_checks.real_problems as real_problems
+import paper_checks.repair as repair
+from bounds import formulas as f
+from bounds import proof_sums as ps
+from paper_checks.registry import load_checks
+from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, scaled
+from paper_checks.theory import LEMMAS_5_6_7, PROOF_SUMS, paper_delta
+
+CHECKS = load_checks()
+
+
+def _corrected_103(eta, L, sigma2, N, tau1, tau2, zeta, T, S):
+    """(103) with our corrected noise term (tau1 / (1 - zeta^(2 tau2)) in place of ... - 1)."""
+    paper = f.local_drift_bound_103(eta, L, sigma2, N, tau1, tau2, zeta, T, S)
+    return (
+        paper
+        - f.local_drift_term(eta, L, sigma2, tau1, tau2, zeta)
+        + f.local_drift_term_corrected(eta, L, sigma2, tau1, tau2, zeta)
+    )
+
+
+def _shared_noise_repair(c: Any) -> float:
+    """The repair with sigma^2 in place of sigma^2 / N: true when every node draws the same noise."""
+    return REPAIR.rhs(replace(c, N=1))
+
+
+SHARED_NOISE = Bound("repair with sigma^2 (common noise)", _shared_noise_repair, "local")
+NO_REPAIR = scaled(REPAIR, 0.5)  # below the worst exact ratio 0.667 of the repair
+FIG9_TRUE = {  # consistent with the fabricated losses of _fake_runs (same time axes for all)
+    "sparsification": ("DFL", "rand_k delta=0.89", "rand_k delta=0.67"),
+    "gossip": ("DFL", "gossip delta=0.8", "gossip delta=0.6"),
+    "wallclock": (("DFL", "rand_k delta=0.89"), ("gossip delta=0.8", "gossip delta=0.6")),
+}
+FAKE_LOSS = {
+    "tau2=15": 0.3, "tau2=4": 0.5, "tau2=1": 0.7,
+    "sync": 0.2, "tau1=1": 0.3, "tau1=4": 0.4, "tau1=10": 0.5,
+    "zeta=0 (complete)": 0.3, "zeta=0.85 (quasi-ring)": 0.4, "zeta=0.87 (ring)": 0.5, "zeta=0.98 (path)": 0.6,
+    "DFL": 0.4, "rand_k delta=0.89": 0.5, "rand_k delta=0.67": 0.6,
+    "gossip delta=0.8": 0.45, "gossip delta=0.6": 0.55,
+}  # fmt: skip
+
+# check id -> (a true statement, a wrong one)
+PAIRS: dict[str, tuple[Any, Any]] = {
+    "zeta-values": ({"ring": 0.87}, {"ring": 0.80}),
+    "fig3-variance": (
+        {"node": 3, "direction": "decreasing"},
+        {"node": 3, "direction": "increasing"},
+    ),
+    "lemmas-5-6-7": (LEMMAS_5_6_7, LEMMAS_5_6_7 | {"lemma7": lambda zeta, j: zeta ** (j + 1)}),
+    "proof-sums": (
+        PROOF_SUMS | {"sum_j5": lambda t1, t2: ps.sum_j5(t1), "strict_92": False},
+        PROOF_SUMS
+        | {"sum_j5": lambda t1, t2: ps.sum_j5(t1), "strict_92": False}
+        | {"geometric_79_bound": lambda zeta, tau2: zeta ** (2 * tau2)},  # drops the 1 / (1 - q)
+    ),
+    "prop1-noise-free": (REPAIR, NO_REPAIR),
+    "prop1-noisy": (REPAIR, NO_REPAIR),
+    "corollary-1": (REPAIR, NO_REPAIR),
+    "corollary-2": (REPAIR, NO_REPAIR),
+    "prop1-candidate-repair": (REPAIR, NO_REPAIR),
+    "remarks-1-2": (
+        {"tau1": "positive", "tau2": "negative", "zeta": "positive"},
+        {"tau1": "positive", "tau2": "positive", "zeta": "positive"},
+    ),
+    "equivalence-3c3": (
+        lambda X, G, eta: X.mean(0) - eta * G.mean(0),
+        lambda X, G, eta: X.mean(0) - eta * G.sum(0),
+    ),
+    "lemma9-choco": (CHECKS["lemma9-choco"].statement, lambda rho, delta: delta),
+    "assumption2": (paper_delta, lambda q, d: min(1.0, 2 * paper_delta(q, d))),
+    "lemma13-conditions": (lambda kappa: 100 * kappa, lambda kappa: kappa),
+    "local-drift": (
+        f.local_drift_term_corrected,
+        lambda *a: 0.1 * f.local_drift_term_corrected(*a),
+    ),
+    "drift-103-quadratic": (_corrected_103, lambda *a: 0.1 * _corrected_103(*a)),
+    "drift-103-cnn": (f.local_drift_bound_103, lambda *a: 1e-6 * f.local_drift_bound_103(*a)),
+    "prop1-least-squares": (REPAIR, scaled(PROPOSITION_1, 0.5)),
+    "prop1-logistic": (PROPOSITION_1, scaled(PROPOSITION_1, 0.1)),
+    "repair-nonquadratic": (REPAIR, NO_REPAIR),
+    "repair-correlated-noise": (SHARED_NOISE, scaled(SHARED_NOISE, 0.5)),
+    "fig6-tau2": ((15, 4, 1), (1, 4, 15)),
+    "fig6-cifar": ((15, 4, 1), (1, 4, 15)),
+    "fig7-tau1": (("sync", "tau1=1", "tau1=4", "tau1=10"), ("tau1=10", "tau1=4", "tau1=1", "sync")),
+    "fig8-zeta": (
+        ("zeta=0 (complete)", "zeta=0.85 (quasi-ring)", "zeta=0.87 (ring)", "zeta=0.98 (path)"),
+        ("zeta=0.98 (path)", "zeta=0.87 (ring)", "zeta=0.85 (quasi-ring)", "zeta=0 (complete)"),
+    ),
+    "fig9-cdfl": (FIG9_TRUE, experiments.FIG9_CLAIMS),  # the paper's wall-clock claims contradict the data
+}
+
+
+def test_every_check_has_a_mutation_pair() -> None:
+    testable = {i for i, c in CHECKS.items() if not c.reference}
+    assert testable == set(PAIRS), f"missing: {testable - set(PAIRS)}; stale: {set(PAIRS) - testable}"
+    assert all(CHECKS[i].statement is not None for i in testable)
+
+
+def test_reference_checks_report_reference() -> None:
+    for chk in CHECKS.values():
+        if chk.reference:
+            assert chk(True).status == "reference"
+
+
+def test_a_check_without_a_statement_cannot_be_registered() -> None:
+    from paper_checks.registry import check
+
+    with pytest.raises(ValueError, match="gives no statement"):
+        check("no-statement", "nowhere", "a claim", "a method")
+
+
+def _fake_runs(configs: dict[str, dict], quick: bool) -> tuple[dict, dict]:
+    """Two seeds per configuration, final loss FAKE_LOSS +- 0.01, all on the same time axis."""
+    values, curves = {}, {}
+    for label in configs:
+        loss = FAKE_LOSS[label]
+        values[label] = [loss - 0.01, loss + 0.01]
+        curves[label] = [[[0, 1.0, 0.1, 0.0, 0], [8, loss + e, 0.9, 8.0, 4]] for e in (-0.01, 0.01)]
+    return values, curves
+
+
+@pytest.fixture
+def cheap(monkeypatch, tmp_path):
+    """Shrunken settings for the expensive checks; fabricated losses for the experiments."""
+    monkeypatch.setattr(experiments, "_runs", _fake_runs)
+    monkeypatch.setattr(experiments, "CIFAR_DIR", [str(tmp_path / "no-cifar-needed")])
+    monkeypatch.setattr(experiments, "OUT", [_shared_runs(tmp_path)])
+    tiny = {"seeds": [0], "local_steps": 4, "eval_samples": 8, "grad_every": 1, "hessian_samples": 16}
+    tiny |= {"hessian_iters": 3, "eta": 0.05, "batch_size": 32}
+    monkeypatch.setattr(drift, "_cnn_settings", lambda quick: tiny)
+    data = real_problems._data
+    monkeypatch.setattr(real_problems, "_data", lambda samples=2000: data(120))
+    grid = repair._grid(True) | {
+        "tau1": [1, 5],
+        "tau2": [1, 6],
+        "K": [20],
+        "topologies": ["complete", "ring"],
+    }
+    monkeypatch.setattr(repair, "_grid", lambda quick: grid)
+
+
+_RUNS: list = []
+
+
+def _shared_runs(tmp_path):
+    """One runs folder for the whole module, so drift-103-cnn's probes are simulated once."""
+    if not _RUNS:
+        _RUNS.append(tmp_path / "runs")
+    return _RUNS[0]
+
+
+@pytest.mark.parametrize("check_id", sorted(PAIRS))
+def test_check_holds_on_a_true_statement_and_is_violated_by_a_wrong_one(check_id: str, cheap) -> None:
+    true, wrong = PAIRS[check_id]
+    held = CHECKS[check_id](True, true)
+    assert held.status == "holds", held.summary
+    broken = CHECKS[check_id](True, wrong)
+    assert broken.status == "violated", broken.summary
+
+
+def test_the_default_statement_is_the_papers() -> None:
+    """The default statement of a Proposition-1 check is the paper's bound (not a stand-in)."""
+    assert CHECKS["prop1-noise-free"].statement is PROPOSITION_1
+    assert CHECKS["prop1-candidate-repair"].statement is REPAIR
+    assert CHECKS["assumption2"].statement is paper_delta
+    assert np.isclose(CHECKS["lemma13-conditions"].statement(10.0), 160.0)
