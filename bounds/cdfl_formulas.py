@@ -80,7 +80,11 @@ def lemma11_phi_bound(eta_k: Any, j: Any, N: Any, G2: Any, p: Any, theta: Any, t
 
 
 def weight_sum(a: Any, K: Any) -> Any:
-    """Lemma 12: S_K = sum_{k=0}^{K-1} (a + k)^2 = K/6 (2K^2 + 6aK - 3K + 6a^2 - 6a + 1)."""
+    """Lemma 12: S_K = sum_{k=0}^{K-1} (a + k)^2 = K/6 (2K^2 + 6aK - 3K + 6a^2 - 6a + 1).
+
+    Lemma 13 as printed sums k = 0..K instead (one more term, (a + K)^2); Lemma 12 and Proposition 2
+    sum k = 0..K-1, which is what the proof's telescoping gives and what we use.
+    """
     return K / 6 * (2 * K**2 + 6 * a * K - 3 * K + 6 * a**2 - 6 * a + 1)
 
 

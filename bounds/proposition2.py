@@ -12,14 +12,20 @@ Choices where the paper leaves a constant implicit (each can be overridden):
   the middle of the interval.
 * ``a`` (eta_k = 4 / (mu (a + k))): default the smallest a that meets every
   condition: a >= 16 kappa (Lemma 13), a > 1 (Lemma 12), and eta_0 = 4 / (mu a)
-  small enough for Lemma 13's step-size inequality. Finding: a = 16 kappa alone does
-  not satisfy that inequality once tau1 >= 2 (with alpha = 1), so the paper's
-  "a >= 16 kappa" is not sufficient; ``a_needed`` reports the smallest a that is.
+  small enough for Lemma 13's step-size inequality. Finding: Lemma 13 states that
+  inequality as a hypothesis of its own, but Proposition 2 omits it and keeps only
+  "a >= 16 kappa", which does not imply it: with alpha = 1, kappa = 10 (and the settings
+  of ``dfl-check``'s lemma13-conditions), a = 160 satisfies it for tau1 = 2 and fails for
+  tau1 = 1 and 3..8. ``a_needed`` reports the smallest a that meets every condition.
 * ``alpha`` (alpha_k of Lemma 8, a property of the trajectory: alpha_k (F(u^(k)) - F*)
   >= mean over the round of F(u_t) - F*): default 1, which holds when F(u_t) does
   not increase within a round.
 * ``init_dist2`` = ||u0 - u*||^2: default (2 G / mu)^2, from E mu ||u0 - u*|| <= 2G
   (Rakhlin et al., Lemma 2), which the paper uses for its first term.
+* S_K: Lemma 12 (and Proposition 2) define S_K = sum_{k=0}^{K-1} (a + k)^2 >= K^3 / 3, while
+  Lemma 13 as printed writes w_avg and S_K with sum_{k=0}^{K} (and S_K >= T^2 / 3). We use
+  Lemma 12's K terms (:func:`bounds.cdfl_formulas.weight_sum`), the sum the proof builds;
+  the K + 1-term version differs by (a + K)^2.
 * D1, D2, D3 depend on the round k; Lemma 13 leaves k free. They grow with k, so we
   evaluate them at k = K, which bounds every round.
 """
