@@ -24,6 +24,9 @@ def _first_bad(values: np.ndarray, bad: np.ndarray) -> Any:
     return values[bad].flat[0].item()
 
 
+MAX_EXACT_INTEGER = 2**53  # integers beyond it are not exact in float64 (T = 1e30 would overflow int64)
+
+
 def real_array(
     name: str,
     value: Any,
@@ -48,6 +51,8 @@ def real_array(
     Raises:
         InputError: with the offending value and the expected domain.
     """
+    if isinstance(value, bool | np.bool_) or getattr(value, "dtype", None) == np.bool_:
+        raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -63,6 +68,12 @@ def real_array(
         frac[finite] = arr[finite] != np.round(arr[finite])
         if frac.any():
             raise InputError(f"{name} = {_first_bad(arr, frac)} is not a whole number ({expected})")
+        huge = np.abs(arr) > MAX_EXACT_INTEGER
+        if huge.any():
+            raise InputError(
+                f"{name} = {_first_bad(arr, huge):g} is too large (expected an integer of magnitude at most "
+                "2^53, which a float holds exactly)"
+            )
     if low is not None:
         below = arr <= low if low_open else arr < low
         if below.any():

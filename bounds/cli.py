@@ -37,7 +37,8 @@ from bounds.optimize import ALIASES, BOUNDS, CostModel, optimize_dfl
 from bounds.optimize_cdfl import optimize_cdfl
 from bounds.proposition1 import dfl_bound
 from bounds.proposition2 import cdfl_bound
-from bounds.spectral import SpectralSummary, spectral_summary
+from bounds.serialize import jsonable
+from bounds.spectral import SpectralSummary, spectral_summary, zeta
 from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
 
 __all__ = ["main"]
@@ -68,12 +69,27 @@ def _spectrum(args: argparse.Namespace) -> tuple[SpectralSummary, float]:
     return summary, time.perf_counter() - start
 
 
+ZETA_ONLY_FROM_NODES = 5000  # --spectrum auto: above this (sparse C) only zeta, by Lanczos on C - J
+
+
 def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
-    summary, seconds = _spectrum(args)
-    if args.nodes is not None and summary.nodes != args.nodes:
-        raise InputError(f"--nodes {args.nodes} but the file has {summary.nodes} nodes")
-    out = {"topology": args.name, "weights": args.weights, **summary.to_dict(), "seconds": round(seconds, 4)}
-    return out
+    start = time.perf_counter()
+    C = _topology_matrix(args.name, args.nodes, args.weights, args.seed)
+    n = C.shape[0]
+    if args.nodes is not None and n != args.nodes:
+        raise InputError(f"--nodes {args.nodes} but the file has {n} nodes")
+    if args.spectrum == "zeta" or (args.spectrum == "auto" and n > ZETA_ONLY_FROM_NODES):
+        z = zeta(C)
+        method = "zeta only (Lanczos on C - J); --spectrum full adds lambda_2, lambda_N, beta"
+        summary = {"nodes": n, "zeta": z, "rho": 1 - z, "method": method}
+    else:
+        summary = spectral_summary(C).to_dict()
+    return {
+        "topology": args.name,
+        "weights": args.weights,
+        **summary,
+        "seconds": round(time.perf_counter() - start, 4),
+    }
 
 
 def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
@@ -323,7 +339,9 @@ def _add_cdfl(p: argparse.ArgumentParser, *, required: bool) -> None:
     """The inputs Lemma 13 needs beyond Proposition 1's."""
     p.add_argument("--mu", type=float, required=required, help="strong-convexity constant mu")
     p.add_argument("--G2", type=float, required=required, help="bound G^2 on E||g||^2")
-    p.add_argument("--beta", type=float, help="||I - C||_2 when --zeta is given")
+    p.add_argument(
+        "--beta-mix", "--beta", dest="beta", type=float, help="beta_mix = ||I - C||_2 when --zeta is given"
+    )
     p.add_argument("--delta", type=float, help="compression ratio delta in (0, 1]")
     p.add_argument("--compressor", choices=COMPRESSORS, help="compression operator (gives delta)")
     p.add_argument("--compressor-param", type=float, help="k (rand_k, top_k), p (gossip) or s (qsgd)")
@@ -341,6 +359,13 @@ def _build_parser() -> _Parser:
     topo = _command(sub, "topology", "zeta, rho, beta of a topology", _cmd_topology)
     topo.add_argument("name", help=f"one of {', '.join(TOPOLOGIES)}, edges:PATH or matrix:PATH")
     topo.add_argument("--nodes", type=int, help="number of nodes N")
+    topo.add_argument(
+        "--spectrum",
+        choices=("auto", "full", "zeta"),
+        default="auto",
+        help=f"full: lambda_2, lambda_N, zeta, rho, beta; zeta: zeta and rho only (fast on large sparse "
+        f"graphs); auto (default): full up to {ZETA_ONLY_FROM_NODES} nodes",
+    )
     _add_graph(topo, with_choice=False)
 
     proposition1 = ("--L", "--sigma2", "--nodes", "--eta", "--tau1", "--tau2", "--T", "--gap")
@@ -415,12 +440,19 @@ def _table(out: dict[str, Any]) -> str:
             lines.extend(f"{f'{key}.{k}':>{width}} : {_text(v)}" for k, v in value.items())
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f"{key:>{width}} :")
-            lines.extend(
-                " " * (width + 3) + ", ".join(f"{k}={_text(v)}" for k, v in row.items()) for row in value
-            )
+            lines.extend(" " * 2 + line for line in _rows(value))
         else:
             lines.append(f"{key:>{width}} : {_text(value)}")
     return "\n".join(lines)
+
+
+def _rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows of dicts as an aligned table: a header of keys, then one line per row."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    cells = [[_text(row.get(k, "")) for k in keys] for row in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))  # noqa: E731
+    return [line(keys), *(line(c) for c in cells)]
 
 
 def _text(value: Any) -> str:
@@ -439,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(out, str):
         print(out)
     elif args.json:
-        print(json.dumps(out, allow_nan=False))
+        print(json.dumps(jsonable(out), allow_nan=False))
     else:
         print(_table(out))
     return 0

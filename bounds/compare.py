@@ -16,8 +16,9 @@ Rows (all from Proposition 1 unless said otherwise):
   above; the row says so.
 
 Each row also gives the bound with our corrected drift term
-(:func:`bounds.formulas.local_drift_term_corrected`). Not included: the
-Cooperative SGD theorem of Wang & Joshi (JMLR 22(213), 2021), whose exact
+(:func:`bounds.formulas.local_drift_term_corrected`) and our repair (``bound_repaired``, the
+average over local steps; Proposition 1 and both corollaries are refuted, README Findings 0, 2).
+Not included: the Cooperative SGD theorem of Wang & Joshi (JMLR 22(213), 2021), whose exact
 statement could not be checked against the paper from this project's sources.
 """
 
@@ -26,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from bounds import formulas as f
-from bounds.proposition1 import _jsonable, dfl_bound
+from bounds.proposition1 import dfl_bound
 from bounds.proposition2 import cdfl_bound
+from bounds.serialize import jsonable
 
 __all__ = ["compare_methods"]
 
@@ -44,7 +46,8 @@ def _prop1_row(
     return {
         "method": method, "source": source, "quantity": _GRADIENT_NORM, "tau1": tau1, "tau2": tau2,
         "zeta": zeta, "bound": r.bound, "bound_corrected_drift": corrected,
-        "eta_condition_ok": r.eta_condition_ok, "eta_max": r.eta_max, "note": r.message,
+        "bound_repaired": r.bound_repaired, "eta_condition_ok": r.eta_condition_ok, "eta_max": r.eta_max,
+        "note": r.message,
     }  # fmt: skip
 
 
@@ -75,15 +78,16 @@ def compare_methods(
         _prop1_row("C-SGD", "Proposition 1, tau2 = 1", tau1=tau1, tau2=1, zeta=zeta, **problem),
         _prop1_row("D-SGD", "Proposition 1, tau1 = tau2 = 1 (Section III-C-3)", tau1=1, tau2=1, zeta=zeta,
                    **problem),
-        _prop1_row("local SGD", "Corollary 2 (C = J, zeta = 0)", tau1=tau1, tau2=max(tau2, 1), zeta=0.0,
-                   **problem),
+        _prop1_row("local SGD", "Corollary 2 (C = J, zeta = 0; refuted, Finding 2)", tau1=tau1,
+                   tau2=max(tau2, 1), zeta=0.0, **problem),
     ]  # fmt: skip
     sync = f.sync_sgd_term(eta, L, sigma2, N, T, gap)
     rows.append({
         "method": "synchronous SGD", "source": "Corollary 1 (tau1 = 1, tau2 -> infinity)",
         "quantity": _GRADIENT_NORM, "tau1": 1, "tau2": "inf", "zeta": zeta, "bound": sync,
-        "bound_corrected_drift": sync, "eta_condition_ok": None, "eta_max": None,
-        "note": "limit: no eta > 0 satisfies (eta) as tau2 -> infinity",
+        "bound_corrected_drift": sync, "bound_repaired": None, "eta_condition_ok": None,
+        "eta_max": None,
+        "note": "limit: no eta > 0 satisfies (eta) as tau2 -> infinity; Corollary 1 is refuted (Finding 2)",
     })  # fmt: skip
     if cdfl is not None:
         rounds = max(T // (tau1 + tau2), 1)
@@ -92,8 +96,9 @@ def compare_methods(
             "method": "C-DFL", "source": "Lemma 13 (explicit Proposition 2)",
             "quantity": "F(w_avg) - F* (strongly convex; eta_k = 4 / (mu (a + k)))", "tau1": tau1,
             "tau2": tau2, "zeta": zeta, "bound": r.bound, "bound_corrected_drift": None,
+            "bound_repaired": None,
             "eta_condition_ok": r.conditions_ok, "eta_max": r.eta_0,
             "note": "not comparable with the rows above (other quantity and assumptions). " + r.message,
         })  # fmt: skip
-    return [{k: _jsonable(v) if v is not None and not isinstance(v, str) else v for k, v in row.items()}
+    return [{k: jsonable(v) if v is not None and not isinstance(v, str) else v for k, v in row.items()}
             for row in rows]  # fmt: skip

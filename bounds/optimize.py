@@ -47,6 +47,7 @@ REFUTED = {
     "counterexample; use the default 'repaired'",
 }
 _BISECTION_STEPS = 80
+MAX_GRID_CELLS = 4_000_000  # (tau1, tau2) cells: ~100 bytes each across the grid's arrays
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,9 @@ def optimize_dfl(
     sigma2: float,
     N: int,
     gap: float,
-    zeta: float,
+    zeta: float | None = None,
     cost: CostModel,
+    C: Any = None,
     budget_seconds: float | None = None,
     max_local_steps: int | None = None,
     max_gossip_steps: int | None = None,
@@ -150,6 +152,8 @@ def optimize_dfl(
 
     Args:
         L, sigma2, N, gap, zeta: the problem (as in :func:`bounds.dfl_bound`); gap > 0.
+        C: a mixing matrix (dense, sparse, or a name such as a path) instead of ``zeta``; its zeta
+            is computed (:func:`bounds.zeta`).
         cost: seconds per local and per gossip step.
         budget_seconds, max_local_steps, max_gossip_steps: the budget; at least one.
         max_tau1, max_tau2: the grid.
@@ -169,6 +173,12 @@ def optimize_dfl(
     real_array("sigma2", sigma2, low=0)
     real_array("N", N, low=1, integer=True)
     real_array("gap", gap, low=0, low_open=True)
+    if (zeta is None) == (C is None):
+        raise InputError("give zeta or a mixing matrix C (expected exactly one of them)")
+    if C is not None:
+        from bounds.spectral import zeta as zeta_of
+
+        zeta = zeta_of(C)
     z = float(real_array("zeta", zeta, low=0, high=1))
     bound = ALIASES.get(bound, bound)
     if bound not in BOUNDS:
@@ -226,6 +236,11 @@ def budget_grid(
         raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
     t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
     t2_max = int(real_array("max_tau2", max_tau2, low=1, integer=True))
+    if t1_max * t2_max > MAX_GRID_CELLS:
+        raise InputError(
+            f"max_tau1 x max_tau2 = {t1_max} x {t2_max} = {t1_max * t2_max:,} cells is too many (expected at "
+            f"most {MAX_GRID_CELLS:,}: the grid is held in memory; lower --max-tau1 / --max-tau2)"
+        )
     tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
     rounds = np.full(tau1.shape, np.inf)
     if budget_seconds is not None:

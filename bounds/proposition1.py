@@ -29,6 +29,7 @@ import numpy as np
 
 from bounds import formulas as f
 from bounds._checks import real_array
+from bounds.serialize import jsonable
 
 __all__ = ["CONDITION_RTOL", "DFLBound", "bound_grid", "dfl_bound", "eta_max"]
 
@@ -89,10 +90,19 @@ class DFLBound:
         for fld in fields(self):
             value = getattr(self, fld.name)
             out[fld.name] = (
-                _jsonable(value) if fld.name != "inputs" else {k: _jsonable(v) for k, v in value.items()}
+                jsonable(value) if fld.name != "inputs" else {k: jsonable(v) for k, v in value.items()}
             )
-        out["success"] = _jsonable(self.success)
+        out["success"] = jsonable(self.success)
         return out
+
+    def frame(self) -> Any:
+        """The (broadcast) inputs and every numeric field as a pandas DataFrame, one row per point."""
+        import pandas as pd
+
+        numeric = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("message", "inputs")}
+        columns = {**{k: v for k, v in self.inputs.items()}, **numeric, "success": self.success}
+        shape = np.broadcast_shapes(*(np.shape(v) for v in columns.values()))
+        return pd.DataFrame({k: np.broadcast_to(np.asarray(v), shape).ravel() for k, v in columns.items()})
 
     def __str__(self) -> str:
         rows = [
@@ -102,19 +112,9 @@ class DFLBound:
         ]
         width = max(len(name) for name, _ in rows)
         lines = [f"{name:>{width}} : {_fmt(value)}" for name, value in rows]
-        if self.message:
-            lines.append(f"{'message':>{width}} : {self.message}")
+        lines.append(f"{'success':>{width}} : {_fmt(self.success)}")
+        lines.append(f"{'message':>{width}} : {self.message or '(none)'}")
         return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    arr = np.asarray(value)
-    if arr.ndim:
-        return [_jsonable(v) for v in arr]
-    item = arr.item()
-    if isinstance(item, float) and np.isinf(item):
-        return "inf" if item > 0 else "-inf"
-    return item
 
 
 def _fmt(value: Any) -> str:

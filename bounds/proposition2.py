@@ -39,7 +39,7 @@ import numpy as np
 
 from bounds import cdfl_formulas as cf
 from bounds._checks import InputError, real_array
-from bounds.proposition1 import _jsonable
+from bounds.serialize import jsonable
 
 __all__ = ["CDFLBound", "cdfl_bound"]
 
@@ -83,9 +83,9 @@ class CDFLBound:
         for fld in fields(self):
             value = getattr(self, fld.name)
             if isinstance(value, dict):
-                out[fld.name] = {k: _jsonable(v) for k, v in value.items()}
+                out[fld.name] = {k: jsonable(v) for k, v in value.items()}
             else:
-                out[fld.name] = _jsonable(value) if not isinstance(value, str) else value
+                out[fld.name] = jsonable(value) if not isinstance(value, str) else value
         return out
 
 

@@ -59,9 +59,8 @@ class SpectralSummary:
     method: str
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready dict; ``beta_mix`` is written ``beta`` and NaN ``None``."""
+        """JSON-ready dict (NaN as ``None``); ``beta_mix`` keeps its name, as in the API and the CLI."""
         out = asdict(self)
-        out["beta"] = out.pop("beta_mix")
         return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in out.items()}
 
 

@@ -121,6 +121,8 @@ def erdos_renyi(nodes: int, p: float | None = None, seed: int = 0, max_tries: in
         p = min(1.0, 2.0 * math.log(max(n, 2)) / n)
     if not 0.0 < p <= 1.0:
         raise InputError(f"p = {p!r} is out of range for topology 'erdos-renyi' (expected 0 < p <= 1)")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**63:
+        raise InputError(f"seed = {seed!r} is out of range (expected an integer 0 <= seed < 2^63)")
     rng = np.random.default_rng(seed)
     for _ in range(max_tries):
         graph = nx.gnp_random_graph(n, p, seed=int(rng.integers(2**32)))

@@ -43,7 +43,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     quick = not args.full
     out = Path(args.out)
     try:
-        results = run_checks(args.only, quick, out, args.cifar_dir, args.device)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".write-test").write_text("")
+        (out / ".write-test").unlink()
+    except OSError as exc:
+        print(
+            f"dfl-check: error: --out {args.out!r} is not a writable folder ({exc.strerror or exc})",
+            file=sys.stderr,
+        )
+        return 2
+
+    def done(i: int, total: int, r: dict) -> None:  # a line per check: long runs are not silent
+        cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
+        print(f"dfl-check: [{i}/{total}] {r['id']}: {r['status']}{cached}", file=sys.stderr, flush=True)
+
+    try:
+        results = run_checks(args.only, quick, out, args.cifar_dir, args.device, progress=done)
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2

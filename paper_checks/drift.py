@@ -26,7 +26,7 @@ from bounds import formulas as f
 from bounds import spectral_summary
 from bounds.quadratic import exact_quadratic_dfl
 from paper_checks.experiments import DEVICE, run_folder
-from paper_checks.registry import Outcome, check
+from paper_checks.registry import Outcome, check, combined
 from paper_checks.theory import TOPOLOGIES
 from sim.data import load_mnist
 from sim.engine import Stack
@@ -302,9 +302,7 @@ def drift_103_cnn(quick: bool, bound_103: Any) -> Outcome:
         else "inconclusive"
         for r in rows
     ]
-    status = (
-        "violated" if "violated" in verdicts else "holds" if set(verdicts) == {"holds"} else "inconclusive"
-    )
+    status = combined(verdicts)
     inside = [r for r in rows if cfg["eta"] <= r["eta_max(L_hat)"]]
     return Outcome(
         status,

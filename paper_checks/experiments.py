@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bounds.drift import local_step_mask
-from paper_checks.registry import Outcome, check
+from paper_checks.registry import Outcome, check, combined
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
 from sim.runner import RunConfig, run
@@ -136,14 +136,7 @@ def _ordering(values: dict[str, list[float]], order: list[str]) -> tuple[str, li
                 "verdict": status,
             }
         )
-    verdict = (
-        "violated"
-        if "violated" in statuses
-        else "holds"
-        if all(s == "holds" for s in statuses)
-        else "inconclusive"
-    )
-    return verdict, pairs
+    return combined(statuses), pairs
 
 
 def _runs(configs: dict[str, dict[str, Any]], quick: bool) -> tuple[dict[str, list[float]], dict]:
@@ -203,14 +196,6 @@ def _fig6(quick: bool, local: int, tau2s: list[int], same_total: bool = True, **
     }
 
 
-def _combined(verdicts: list[str]) -> str:
-    """'holds' when every part run holds, 'violated' when one is violated, else 'inconclusive'."""
-    verdicts = [v for v in verdicts if v != "not run"]
-    if all(v == "holds" for v in verdicts):
-        return "holds"
-    return "violated" if "violated" in verdicts else "inconclusive"
-
-
 @check(
     "fig6-tau2",
     "Fig. 6(a)-(d), Remark 1",
@@ -228,7 +213,7 @@ def fig6(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
     ring_ = _fig6(quick, local, order)
     quasi = _fig6(quick, local, order, topology="quasi-ring", weights="metropolis")
     parts = {"ring": ring_, "quasi-ring": quasi}
-    status = _combined([v for part in parts.values() for v in part["verdicts"]])
+    status = combined([v for part in parts.values() for v in part["verdicts"]])
     return Outcome(
         status,
         "; ".join(
@@ -282,7 +267,7 @@ def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
         same_total=cfg["same_total"],
     )
     return Outcome(
-        _combined(list(part["verdicts"])),
+        combined(list(part["verdicts"])),
         f"same total steps {part['verdicts'][0]}, same local steps {part['verdicts'][1]} "
         f"({part['numbers']}); {cfg['local_steps']} local steps, eta = {cfg['eta']}.",
         {k: part[k] for k in ("same_total_steps", "same_local_steps", "curves")},
@@ -417,7 +402,7 @@ def fig9(quick: bool, claims: dict[str, Any]) -> Outcome:
     clock = {
         f"t_comm/t_comp = {r:g}": _wallclock_gains(curves, r, claims["wallclock"]) for r in WALLCLOCK_RATIOS
     }
-    status = _combined([verdict_sparse, verdict_gossip, *(c["verdict"] for c in clock.values())])
+    status = combined([verdict_sparse, verdict_gossip, *(c["verdict"] for c in clock.values())])
     at = f"{WALLCLOCK_AT:.0%}"
     return Outcome(
         status,
@@ -483,4 +468,4 @@ def _wallclock_gains(
     verdicts = [
         "holds" if (m > 0).all() else "violated" if (m < 0).all() else "inconclusive" for m in margins
     ]
-    return {"horizon": horizon, "gains": gains, "verdict": _combined(verdicts)}
+    return {"horizon": horizon, "gains": gains, "verdict": combined(verdicts)}

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "load_checks"]
+__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "load_checks"]
 
 STATUSES = ("holds", "violated", "inconclusive", "reference", "could not run")
 """``reference``: a documented value or a case outside the claim's assumptions, not evidence either way."""
@@ -59,6 +59,15 @@ class Check:
         """
         source = inspect.getsource(inspect.getmodule(self.run))
         return hashlib.sha256(f"{source}|quick={quick}".encode()).hexdigest()[:16]
+
+
+def combined(verdicts: list[str]) -> str:
+    """One verdict from parts: 'violated' if any part is, 'holds' if every part run holds, else
+    'inconclusive'; parts marked 'not run' are left out."""
+    verdicts = [v for v in verdicts if v != "not run"]
+    if "violated" in verdicts:
+        return "violated"
+    return "holds" if all(v == "holds" for v in verdicts) else "inconclusive"
 
 
 CHECKS: dict[str, Check] = {}

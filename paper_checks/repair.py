@@ -19,7 +19,7 @@ import numpy as np
 
 from bounds import eta_max, spectral_summary
 from bounds.montecarlo import TestFunction, cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
-from paper_checks.registry import Outcome, check
+from paper_checks.registry import Outcome, check, combined
 from paper_checks.statements import REPAIR, Bound, Cell
 from paper_checks.theory import TOPOLOGIES
 
@@ -68,11 +68,6 @@ def _judge_cell(
         "runs": runs,
         "status": status,
     }
-
-
-def _combine(rows: list[dict[str, Any]]) -> str:
-    statuses = {r["status"] for r in rows}
-    return "violated" if "violated" in statuses else "holds" if statuses == {"holds"} else "inconclusive"
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -124,7 +119,7 @@ def repair_nonquadratic(quick: bool, bound: Bound) -> Outcome:
             row = _judge_cell(fn, w1, C, cell, bound, "independent", seed)
             row["above_sgd_part"] = row["lhs_95"][0] > 2 * gap / (eta * K * tau1) + eta * fn.L * sigma2 / 10
             rows.append({"topology": name, **row})
-    status = _combine(rows)
+    status = combined([r["status"] for r in rows])
     worst = max(rows, key=lambda r: r["ratio"])
     counts = {s: sum(r["status"] == s for r in rows) for s in ("holds", "violated", "inconclusive")}
     drift_needed = sum(r["above_sgd_part"] for r in rows)
@@ -169,7 +164,7 @@ def repair_correlated_noise(quick: bool, bound: Bound) -> Outcome:
         eta = float(eta_max(L=fn.L, tau1=tau1, tau2=1, zeta=z))
         cell = Cell(eta, fn.L, 1.0, 10, tau1, 1, z, 20, float(fn.value(w1)) - fn.F_inf)
         rows.append({"topology": name, **_judge_cell(fn, w1, C, cell, bound, "common", seed)})
-    status = _combine(rows)
+    status = combined([r["status"] for r in rows])
     worst = max(rows, key=lambda r: r["ratio"])
     bad = sum(r["status"] == "violated" for r in rows)
     independent = _judge_cell(quadratic(2), np.zeros(2), np.full((10, 10), 0.1), _cell_like(rows[0]), bound,

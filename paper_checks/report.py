@@ -6,9 +6,11 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bounds.serialize import jsonable
 from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
 __all__ = ["run_checks", "write_report"]
@@ -19,18 +21,6 @@ def _cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
         return None
     data = json.loads(path.read_text())
     return data if data.get("fingerprint") == fingerprint else None
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value)
-    return value
 
 
 def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
@@ -54,7 +44,7 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
         "method": chk.method,
         "status": outcome.status,
         "summary": outcome.summary,
-        "evidence": _jsonable(outcome.evidence),
+        "evidence": jsonable(outcome.evidence),
         "seconds": round(time.perf_counter() - start, 2),
         "fingerprint": fingerprint,
     }
@@ -66,11 +56,17 @@ def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
 
 
 def run_checks(
-    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None, device: str = "cpu"
+    ids: list[str] | None,
+    quick: bool,
+    out: Path,
+    cifar_dir: str | None = None,
+    device: str = "cpu",
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the selected checks (all by default) in registry order.
 
-    ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation.
+    ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
+    ``progress(i, total, result)`` is called after each check.
     """
     import paper_checks.experiments
 
@@ -83,7 +79,13 @@ def run_checks(
     paper_checks.experiments.DEVICE[0] = device
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    return [run_one(chk, quick, cache_dir) for chk in CHECKS.values() if not ids or chk.id in ids]
+    chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
+    results = []
+    for i, chk in enumerate(chosen, 1):
+        results.append(run_one(chk, quick, cache_dir))
+        if progress:
+            progress(i, len(chosen), results[-1])
+    return results
 
 
 DRIFT_FIGURES = {  # check id -> (column of the paper's bound, of the corrected bound, y label)
@@ -129,7 +131,14 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
         f"# dflkit paper checks ({'quick' if quick else 'full'})",
         "",
         "Each claim of the paper, how it was tested, and the verdict. `violated` is a finding about "
-        "the paper.",
+        "the paper; `reference` documents a value or a case outside the claim's assumptions.",
+        "",
+        "Columns of the bound tables: `lhs_all` is E[(1/T) sum_t ||grad F(u_t)||^2] over all T steps "
+        "(Proposition 1's left side), `lhs_local` the same average over the K tau1 local steps only "
+        "(our repair's left side); `lhs` is the one the judged statement bounds, `rhs` its right side, "
+        "`ratio` = lhs / rhs (above 1: violated). `eta/eta_max` is eta as a fraction of the largest eta "
+        "allowed by (eta). Monte Carlo tables give `lhs_95`, the 95% interval of the left side, and "
+        "`runs`.",
         "",
         "| id | paper | status | summary |",
         "|---|---|---|---|",

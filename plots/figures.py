@@ -55,7 +55,13 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     )
     for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
         for name, frame in runs.items():
-            ax.plot(frame[x], frame[column], label=name)
+            y = pd.to_numeric(frame[column], errors="coerce")
+            if column in (
+                "consensus",
+                "grad_norm2",
+            ):  # rounding-level values (~1e-13 at step 0) hide the curve
+                y = y.where(y > 1e-10 * y.max())
+            ax.plot(frame[x], y, label=name)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         if column in ("consensus", "grad_norm2"):

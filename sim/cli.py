@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import tomllib
 from collections.abc import Sequence
 from dataclasses import fields
@@ -20,23 +21,57 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bounds import InputError
-from sim.runner import RunConfig, run
+from bounds.serialize import jsonable
+from sim.runner import RunConfig, automatic_threads, run
 
 __all__ = ["main"]
 
 _HELP = {
-    "dataset": "mnist (shipped), cifar10 (with --data-dir) or npz:PATH",
-    "model": "cnn, logreg or lstsq",
-    "topology": "ring, quasi-ring, torus, ..., edges:PATH or matrix:PATH",
-    "algorithm": "dfl, cdfl, dsgd, csgd, sync or local",
-    "steps": "the paper's T: local and gossip steps together",
-    "batch_size": "per node; 0 = full local data",
-    "partition": "iid, shards, dirichlet or given",
-    "compressor": "identity, rand_k, top_k, gossip or qsgd (cdfl only)",
+    "dataset": "mnist (shipped, the default), cifar10 (with --data-dir) or npz:PATH (x_train, y_train, "
+    "x_test, y_test and optionally node)",
+    "data_dir": "folder holding cifar-10-batches-py (cifar10 only)",
+    "model": "cnn (the paper's CNN for the data set, default), logreg or lstsq",
+    "nodes": "number of nodes N (default 10)",
+    "topology": "ring (default), quasi-ring, torus, complete, star, path, hypercube, exponential, "
+    "erdos-renyi, edges:PATH or matrix:PATH",
+    "weights": "mixing weights: paper (default), metropolis, max-degree or lazy",
+    "algorithm": "dfl (default), cdfl, dsgd, csgd, sync or local",
+    "tau1": "local steps per round (default 4)",
+    "tau2": "gossip steps per round (default 4)",
+    "eta": "learning rate (default 0.05)",
+    "lr_schedule": "constant (default), or cdfl: eta_k = 4 / (mu (a + k))",
+    "mu": "strong convexity mu of the cdfl schedule",
+    "a": "offset a of the cdfl schedule",
+    "gamma": "consensus step size of CHOCO-G, 0 < gamma <= 1 (cdfl; default 1)",
+    "compressor": "identity (default), rand_k, top_k, gossip or qsgd (cdfl only)",
     "compressor_param": "k (rand_k, top_k), p (gossip) or s (qsgd)",
-    "t_comm": "modelled seconds of one uncompressed gossip step (scaled by message bits)",
-    "lr_schedule": "constant, or cdfl: eta_k = 4 / (mu (a + k))",
+    "steps": "the paper's T: local and gossip steps together (default 400)",
+    "batch_size": "mini-batch per node; 0 = full local data (default 32)",
+    "partition": "iid, shards (default: label-sorted shards, as the paper), dirichlet or given",
+    "alpha": "Dirichlet concentration of --partition dirichlet (default 0.5)",
+    "seed": "random seed, an integer >= 0 (default 0)",
+    "device": "cpu (default), cuda or cuda:INDEX",
+    "out": "run folder (default runs/latest); a fresh run replaces an earlier run's files there",
+    "log_every": "write a metrics.csv row every this many steps (default 20)",
+    "eval_samples": "training and test samples used for the logged metrics (default 500)",
+    "t_comp": "modelled seconds of one local step (default 1)",
+    "t_comm": "modelled seconds of one uncompressed gossip step, scaled by message bits (default 1)",
+    "latency": "modelled seconds of latency per gossip step (with --bandwidth, replaces --t-comm)",
+    "bandwidth": "modelled bits per second (with --latency, replaces --t-comm)",
+    "checkpoint_every": "write checkpoint.pt every this many steps (default 100)",
+    "checkpoint_seconds": "and at least every this many seconds (default 60)",
+    "save_params": "write the final node models to params.npz",
+    "init_params": "start every node from this params.npz (from --save-params)",
+    "resume": "continue from the checkpoint in --out (refused if the settings differ, but --steps)",
+    "allow_change": "with --resume: fields that may differ from the checkpoint's (comma-separated: eta, "
+    "t_comp, t_comm, latency, bandwidth; --steps may always grow)",
+    "backend": "local (default) or distributed (gloo processes)",
+    "world_size": "processes of --backend distributed (default 1)",
+    "timeout": "seconds a distributed process waits for the others (default 60)",
+    "threads": "torch threads (default: the free cores: affinity less the load average; "
+    "OMP_NUM_THREADS wins)",
 }
+HIDDEN = ("fault",)  # testing only
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,11 +83,12 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
     for f in fields(RunConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true", default=None, help=_HELP.get(f.name))
+            p.add_argument(flag, action="store_true", default=None, help=_HELP[f.name])
             continue
         base = str(f.type).split(" | ")[0]  # annotations are strings: "int", "float | None", ...
         kind = {"int": int, "float": float}.get(base, str)
-        p.add_argument(flag, type=kind, default=None, help=_HELP.get(f.name, f"default {f.default!r}"))
+        text = argparse.SUPPRESS if f.name in HIDDEN else _HELP[f.name]
+        p.add_argument(flag, type=kind, default=None, help=text)
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -80,19 +116,40 @@ def _config(args: argparse.Namespace) -> RunConfig:
     return RunConfig(**values)
 
 
-def _progress(step: int, total: int) -> None:
-    if step == total or step % max(1, total // 100) == 0:
-        filled = int(30 * step / total)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {step}/{total} steps")
-        if step == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+class _Progress:
+    """Progress on stderr: a bar on a terminal; elsewhere (a log file, CI) one line every ``every`` s."""
+
+    def __init__(self, tty: bool, every: float = 10.0) -> None:
+        self.tty, self.every = tty, every
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, step: int, total: int, loss: float | None = None) -> None:
+        now = time.perf_counter()
+        if self.tty:
+            if step == total or step % max(1, total // 100) == 0:
+                filled = int(30 * step / total)
+                sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {step}/{total} steps")
+                sys.stderr.write("\n" if step == total else "")
+                sys.stderr.flush()
+            return
+        if now - self.last >= self.every or (step == total and now - self.start >= self.every):
+            self.last = now
+            elapsed = now - self.start
+            eta = elapsed / step * (total - step) if step else float("nan")
+            shown = f", mini-batch loss {loss:.4g}" if loss is not None else ""
+            print(
+                f"dfl-sim: step {step}/{total} ({step / total:.0%}){shown}, {elapsed:.0f} s elapsed, "
+                f"about {eta:.0f} s left",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
-    progress = _progress if sys.stderr.isatty() and not args.json else None
-    return run(config, progress)
+    if config.threads == 0 and config.backend == "local":
+        config.threads = automatic_threads()
+    return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
 
 
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -138,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not out:  # a non-zero torchrun rank: rank 0 reports
         return 0
     if args.json:
-        print(json.dumps(out, allow_nan=False))
+        print(json.dumps(jsonable(out), allow_nan=False))
     else:
         width = max(len(k) for k in out)
         print(

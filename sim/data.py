@@ -134,6 +134,28 @@ def load_cifar10(data_dir: Path) -> Dataset:
     )
 
 
+def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
+    """One split of a user data set: numeric finite inputs, one integer label >= 0 per input."""
+    if x.dtype.kind not in "biuf" or x.ndim < 2 or len(x) == 0:
+        raise DataError(
+            f"{path}: x_{name} has dtype {x.dtype} and shape {x.shape} (expected a non-empty numeric "
+            "array, one row per sample)"
+        )
+    if not np.isfinite(x).all():
+        bad = int((~np.isfinite(x)).sum())
+        raise DataError(f"{path}: x_{name} has {bad} NaN or inf values (expected finite inputs)")
+    if y.ndim != 1 or len(y) != len(x):
+        raise DataError(f"{path}: y_{name} has shape {y.shape} for {len(x)} inputs (expected one label each)")
+    if y.dtype.kind not in "biu" and not (
+        y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all()
+    ):
+        raise DataError(
+            f"{path}: y_{name} has dtype {y.dtype} with non-integer values (expected integer class labels)"
+        )
+    if len(y) and y.min() < 0:
+        raise DataError(f"{path}: y_{name} has a label {y.min()} < 0 (expected class labels 0, 1, 2, ...)")
+
+
 def load_npz(path: Path) -> Dataset:
     """A user data set: ``x_train, y_train, x_test, y_test`` (+ optional ``node``) in one .npz."""
     if not path.is_file():
@@ -153,10 +175,12 @@ def load_npz(path: Path) -> Dataset:
         )
     y_train, y_test = arrays["y_train"], arrays["y_test"]
     for name, y, x in (("train", y_train, arrays["x_train"]), ("test", y_test, arrays["x_test"])):
-        if y.ndim != 1 or len(y) != len(x):
-            raise DataError(
-                f"{path}: y_{name} has shape {y.shape} for {len(x)} inputs (expected one label each)"
-            )
+        _check_split(path, name, x, y)
+    if arrays["x_train"].shape[1:] != arrays["x_test"].shape[1:]:
+        raise DataError(
+            f"{path}: x_test has sample shape {arrays['x_test'].shape[1:]} but x_train "
+            f"{arrays['x_train'].shape[1:]} (expected the same shape for both)"
+        )
     node = arrays.get("node")
     if node is not None and (node.ndim != 1 or len(node) != len(y_train)):
         raise DataError(f"{path}: node has shape {node.shape} (expected one node id per training sample)")

@@ -42,7 +42,7 @@ from bounds.compression import RandK, TopK
 from sim.algorithms import step_kinds
 from sim.compressors import compress_rows
 from sim.engine import BatchSampler
-from sim.runner import RunConfig, Setup, _learning_rate, prepare, run_loop
+from sim.runner import RunConfig, Setup, _learning_rate, prepare, prepare_out, run_loop
 from sim.trainer import Trainer
 
 __all__ = ["DistributedGossip", "run_distributed"]
@@ -219,7 +219,8 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
         timeout=datetime.timedelta(seconds=config.timeout),
     )
     try:
-        s: Setup = prepare(config)
+        s: Setup = prepare(config, main=rank == 0)
+        dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         gossip = DistributedGossip(
@@ -278,6 +279,7 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
             return {}  # only rank 0 reports
     else:
         world = config.world_size
+        prepare_out(config)  # a bad folder or resume is refused here, before any process starts
         try:
             mp.start_processes(
                 _worker,

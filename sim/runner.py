@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ import torch
 
 from bounds import InputError, load_matrix, make_graph, mixing_matrix
 from bounds.compression import make_compressor
+from bounds.mixing import check_mixing_matrix
+from bounds.serialize import jsonable
 from bounds.topologies import from_edge_list
 from sim.algorithms import (
     BOTH,
@@ -64,6 +66,11 @@ COLUMNS = (
 )
 PHASES = {LOCAL: "local", GOSSIP: "gossip", BOTH: "both"}
 SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X below, sparse CSR above (see dfl-sim bench)
+RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
+NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume
+    "out", "resume", "steps", "device", "backend", "world_size", "timeout", "fault", "log_every",
+    "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
+)  # fmt: skip
 
 
 @dataclass
@@ -106,23 +113,43 @@ class RunConfig:
     backend: str = "local"
     world_size: int = 1
     timeout: float = 60.0
+    checkpoint_seconds: float = 60.0
+    threads: int = 0
+    allow_change: str = ""
     fault: str | None = None  # testing only: "exit:STEP" or "hang:STEP" for the last distributed rank
 
     def validate(self) -> None:
-        """Raise InputError naming the first bad value."""
+        """Raise InputError naming the first bad value (types first, then ranges)."""
+        self._check_types()
         positive_ints = ("nodes", "steps", "log_every", "eval_samples", "checkpoint_every")
         for name in positive_ints:
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if value < 1:
                 raise InputError(f"{name} = {value!r} is out of range (expected an integer >= 1)")
-        if not isinstance(self.batch_size, int) or self.batch_size < 0:
+        if self.batch_size < 0:
             raise InputError(
                 f"batch_size = {self.batch_size!r} is out of range (expected >= 0; 0 = full local data)"
             )
-        for name in ("eta", "t_comp", "t_comm"):
+        if not 0 <= self.seed < 2**63:
+            raise InputError(f"seed = {self.seed!r} is out of range (expected an integer 0 <= seed < 2^63)")
+        if self.threads < 0:
+            raise InputError(f"threads = {self.threads!r} is out of range (expected >= 0; 0 = automatic)")
+        for name in ("eta", "t_comp", "t_comm", "checkpoint_seconds", "alpha"):
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not value > 0:
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        if not 0 < self.gamma <= 1:
+            raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")
+        if self.latency is not None and self.latency < 0:
+            raise InputError(f"latency = {self.latency!r} is out of range (expected seconds >= 0)")
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise InputError(f"bandwidth = {self.bandwidth!r} is out of range (expected bits per second > 0)")
+        unknown = [f for f in self.changes_allowed() if f not in RESUMABLE_CHANGES]
+        if unknown:
+            raise InputError(
+                f"allow_change names {unknown[0]!r} (expected a comma-separated list of: "
+                f"{', '.join(RESUMABLE_CHANGES)})"
+            )
         if self.backend not in ("local", "distributed"):
             raise InputError(f"backend = {self.backend!r} is unknown (expected local or distributed)")
         if self.backend == "distributed" and not (
@@ -145,7 +172,33 @@ class RunConfig:
             )
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise InputError(f"device = {self.device!r} but no CUDA device is available (expected cpu)")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise InputError(f"device = {self.device!r} is unknown (expected cpu, cuda or cuda:INDEX)")
         resolve_schedule(self.algorithm, self.tau1, self.tau2)
+
+    def _check_types(self) -> None:
+        """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""
+        for f in fields(self):
+            value, kinds = getattr(self, f.name), str(f.type).split(" | ")
+            if value is None and "None" in kinds:
+                continue
+            base = kinds[0]
+            ok = {
+                "str": isinstance(value, str),
+                "int": isinstance(value, int) and not isinstance(value, bool),
+                "bool": isinstance(value, bool),
+                "float": isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value),
+            }[base]
+            if not ok:
+                expected = {"str": "a string", "int": "an integer", "bool": "true or false",
+                            "float": "a finite number"}[base]  # fmt: skip
+                raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+
+    def changes_allowed(self) -> list[str]:
+        """The fields ``allow_change`` lets differ from the checkpoint's config on resume."""
+        return [name.strip().replace("-", "_") for name in self.allow_change.split(",") if name.strip()]
 
 
 def _mixing(config: RunConfig, uses_J: bool) -> np.ndarray:
@@ -158,6 +211,7 @@ def _mixing(config: RunConfig, uses_J: bool) -> np.ndarray:
         C = mixing_matrix(from_edge_list(name.removeprefix("edges:")), config.weights)
     else:
         C = mixing_matrix(make_graph(name, config.nodes), config.weights)
+    C = check_mixing_matrix(C)  # the same validation as dfl-bounds: a disconnected graph is refused
     C = C.toarray() if hasattr(C, "toarray") else np.asarray(C)
     if C.shape[0] != config.nodes:
         raise InputError(f"nodes = {config.nodes} but topology {name!r} has {C.shape[0]} nodes")
@@ -184,13 +238,23 @@ def _initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> t
             raise InputError(
                 f"init params file {str(path)!r} does not exist (expected an npz from --save-params)"
             )
-        with np.load(path) as f:
+        try:
+            f = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"init params file {str(path)!r} is not an npz ({exc}; expected an npz from --save-params)"
+            ) from None
+        if not hasattr(f, "files"):
+            raise InputError(
+                f"init params file {str(path)!r} holds one array (expected an npz from --save-params)"
+            )
+        with f:
             try:
                 arrays = [
                     torch.as_tensor(f[n]).reshape(-1, *s)[0]
                     for n, s in zip(stack.names, stack.shapes, strict=True)
                 ]
-            except (KeyError, RuntimeError) as exc:
+            except (KeyError, RuntimeError, ValueError, TypeError) as exc:
                 raise InputError(
                     f"init params file {str(path)!r} does not match model {config.model!r} ({exc})"
                 ) from None
@@ -249,12 +313,13 @@ class Setup:
     out: Path
 
 
-def prepare(config: RunConfig) -> Setup:
-    """Validate the config and build data, partition, model, mixing matrix, compressor and costs."""
+def prepare(config: RunConfig, main: bool = True) -> Setup:
+    """Validate the config and build data, partition, model, mixing matrix, compressor and costs.
+
+    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``).
+    """
     config.validate()
     device = torch.device(config.device)
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     data = load_dataset(config.dataset, config.data_dir)
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
@@ -272,17 +337,96 @@ def prepare(config: RunConfig) -> Setup:
         t_comm = config.t_comm * bits / (32.0 * stack.d)  # --t-comm is one uncompressed gossip step
     x0 = _initial_point(config, model, stack).to(device)
     C = _mixing(config, uses_J)
+    out = prepare_out(config) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, t_comm, x0, device, out)
 
 
-def run(config: RunConfig, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")
+
+
+def prepare_out(config: RunConfig) -> Path:
+    """The run folder, created and checked writable; a fresh run removes an earlier run's files.
+
+    With ``resume`` the folder must hold a checkpoint whose config matches (see
+    :func:`check_resumable`); without it, an old ``checkpoint.pt`` / ``summary.json`` /
+    ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
+    the old checkpoint, so they are removed.
+    """
+    out = Path(config.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"out = {config.out!r} is not a writable folder ({exc.strerror or exc})") from None
+    if config.resume:
+        check_resumable(config, out / "checkpoint.pt")
+    else:
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    return out
+
+
+def fingerprint(config: RunConfig) -> dict[str, Any]:
+    """The fields of a config that shape the trajectory (what a resumed run must share)."""
+    return {k: v for k, v in asdict(config).items() if k not in NOT_IN_FINGERPRINT}
+
+
+def check_resumable(config: RunConfig, checkpoint: Path) -> None:
+    """Refuse ``--resume`` without a checkpoint, or with settings that differ from the checkpoint's.
+
+    Fields named in ``allow_change`` (from RESUMABLE_CHANGES) may differ; the others must not.
+    """
+    if not checkpoint.is_file():
+        raise InputError(
+            f"resume: {str(checkpoint)!r} does not exist (expected the folder of an interrupted run; "
+            "run without --resume to start a new one)"
+        )
+    try:
+        saved = torch.load(checkpoint, weights_only=False).get("config")
+    except Exception as exc:  # a truncated or foreign file: say which
+        raise InputError(f"resume: {str(checkpoint)!r} is not a readable checkpoint ({exc})") from None
+    if saved is None:
+        return  # written before fingerprints existed: nothing to compare
+    now = fingerprint(config)
+    differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
+    if differ:
+        pairs = ", ".join(f"{k} = {saved[k]!r} -> {now[k]!r}" for k in differ)
+        allowed = [k for k in differ if k in RESUMABLE_CHANGES]
+        hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
+        raise InputError(
+            f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        )
+
+
+def run(
+    config: RunConfig, progress: Callable[[int, int, float | None], None] | None = None
+) -> dict[str, Any]:
     """Run one simulation; returns the summary (also written to ``summary.json``)."""
     if config.backend == "distributed":
         from sim.distributed import run_distributed
 
         return run_distributed(config)
+    config.validate()
+    if config.threads:
+        torch.set_num_threads(config.threads)
     s = prepare(config)
     return run_loop(config, s, build_trainer(config, s), Single(), progress)
+
+
+def automatic_threads() -> int:
+    """Torch threads for a fresh process on a possibly shared machine (``dfl-sim run`` without --threads).
+
+    The cores this process may use (``os.sched_getaffinity``) less the 1-minute load average, at
+    least 1: on a busy machine torch's default (every core) makes each step wait for the slowest
+    core. ``OMP_NUM_THREADS``, when set, wins. Called at start-up, before this process adds load.
+    """
+    if "OMP_NUM_THREADS" in os.environ:
+        return torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(cores, round(cores - busy)))
 
 
 def build_trainer(config: RunConfig, s: Setup) -> Trainer:
@@ -333,14 +477,14 @@ def run_loop(
     s: Setup,
     trainer: Trainer,
     comm: Any,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, float | None], None] | None = None,
 ) -> dict[str, Any]:
     """The step loop: logging, checkpoints, divergence checks (files written by the main process)."""
     gossip, gen = trainer.gossip, trainer.gen
     evaluate = _Evaluator(s.stack, s.data, config.eval_samples, config.seed, s.device)
     counters = {"bits": 0.0, "model_time": 0.0, "wall_time": 0.0}
     checkpoint, metrics = s.out / "checkpoint.pt", s.out / "metrics.csv"
-    if config.resume and checkpoint.is_file():
+    if config.resume:  # prepare_out has checked that the checkpoint exists and matches
         state = torch.load(checkpoint, weights_only=False)
         trainer.X, trainer.t, counters = (
             comm.restore_rows(state["X"].to(s.device)),
@@ -350,9 +494,8 @@ def run_loop(
         trainer.sampler.restore(state["sampler"])
         gen.set_state(state["gen"])
         gossip.restore({k: v.to(s.device) for k, v in state["gossip"].items()})
-        rows = [r for r in csv.DictReader(metrics.open())] if metrics.is_file() else []
         if comm.is_main:
-            _rewrite_rows(metrics, [r for r in rows if int(r["step"]) <= trainer.t])
+            _rewrite_rows(metrics, _rows_up_to(metrics, trainer.t))
     elif comm.is_main:
         _rewrite_rows(metrics, [])
     if comm.is_main:
@@ -390,11 +533,17 @@ def run_loop(
                 start,
             )
 
+    last_save = [time.perf_counter()]
+
     def save() -> None:
         X, hat = comm.full(trainer.X), {k: comm.full(v) for k, v in gossip.state().items()}
         if comm.is_main:
-            _save_checkpoint(checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters)
+            _save_checkpoint(
+                checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters, fingerprint(config)
+            )
+        last_save[0] = time.perf_counter()
 
+    first_loss: list[float] = []
     try:
         if trainer.t == 0:
             log(None, "init")
@@ -404,23 +553,23 @@ def run_loop(
                 s.t_comm if kind in (GOSSIP, BOTH) else 0.0
             )
             counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-            diverged = comm.any(
-                not bool(torch.isfinite(trainer.X).all())
-                or (losses is not None and not bool(torch.isfinite(losses).all()))
-            )
-            if diverged or trainer.t % config.log_every == 0 or trainer.t == config.steps:
-                log(losses, PHASES[kind])
-            if diverged:
+            if losses is not None and not first_loss:
+                first_loss.append(float(losses.mean()))
+            reason = _divergence(trainer.X, losses, first_loss, trainer.t, config.eta)
+            if comm.any(bool(reason)):  # every process stops together
                 message = (
-                    f"diverged at step {trainer.t}: the parameters or the loss became NaN or inf "
-                    f"(expected a smaller eta than {config.eta})"
+                    reason or f"diverged at step {trainer.t} on another process (expected a smaller eta)"
                 )
+            if message or trainer.t % config.log_every == 0 or trainer.t == config.steps:
+                log(losses, PHASES[kind])
+            if message:
                 break
-            if trainer.t % config.checkpoint_every == 0:
+            due = time.perf_counter() - last_save[0] >= config.checkpoint_seconds
+            if trainer.t % config.checkpoint_every == 0 or comm.any(due):
                 counters["wall_time"] = time.perf_counter() - start
                 save()
             if progress:
-                progress(trainer.t, config.steps)
+                progress(trainer.t, config.steps, float(losses.mean()) if losses is not None else None)
         counters["wall_time"] = time.perf_counter() - start
         if not message:
             save()
@@ -454,8 +603,45 @@ def run_loop(
             s.out / "params.npz",
             lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()}),
         )
-    _atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(summary, indent=1)))
+    _atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(jsonable(summary), indent=1)))
     return summary
+
+
+DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
+
+
+def _divergence(X: torch.Tensor, losses: torch.Tensor | None, first: list[float], t: int, eta: float) -> str:
+    """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a loss grown 1000-fold)."""
+    if not bool(torch.isfinite(X).all()) or (losses is not None and not bool(torch.isfinite(losses).all())):
+        return (
+            f"diverged at step {t}: the parameters or the loss became NaN or inf (expected a smaller eta "
+            f"than {eta})"
+        )
+    now = float(losses.mean()) if losses is not None else 0.0
+    if first and now > DIVERGENCE_FACTOR * max(first[0], 1e-3):
+        return (
+            f"diverged at step {t}: the mini-batch loss grew from {first[0]:.4g} to {now:.4g} (more than "
+            f"{DIVERGENCE_FACTOR:g} times; expected a smaller eta than {eta})"
+        )
+    return ""
+
+
+def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
+    """The complete metrics rows of steps <= t (a row cut short by a kill is dropped)."""
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            if None in row or any(row.get(c) is None for c in COLUMNS):
+                continue  # a partial line
+            try:
+                step = int(row["step"])
+            except ValueError:
+                continue
+            if step <= t and (not rows or step > int(rows[-1]["step"])):
+                rows.append(row)
+    return rows
 
 
 def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
@@ -476,8 +662,10 @@ def _save_checkpoint(
     gen: torch.Generator,
     hat: dict[str, torch.Tensor],
     counters: dict,
+    config: dict[str, Any],
 ) -> None:
     state = {
+        "config": config,
         "X": X.cpu(),
         "t": t,
         "sampler": sampler.state(),

@@ -42,8 +42,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_topology_json(capsys) -> None:
     code, out, _ = run(capsys, "topology", "ring", "--nodes", "10", "--json")
     data = json.loads(out)
-    assert code == 0 and {"zeta", "rho", "beta", "nodes"} <= data.keys()
-    assert data["nodes"] == 10 and round(data["zeta"], 2) == 0.87 and data["beta"] == pytest.approx(4 / 3)
+    assert code == 0 and {"zeta", "rho", "beta_mix", "nodes"} <= data.keys()
+    assert data["nodes"] == 10 and round(data["zeta"], 2) == 0.87 and data["beta_mix"] == pytest.approx(4 / 3)
 
 
 def test_quasi_ring_table(capsys) -> None:

@@ -13,7 +13,10 @@ from paper_checks.registry import STATUSES, load_checks
 
 CHECKS = load_checks()
 SIMULATING = {"drift-103-cnn"}  # trains the CNN: tested on tiny settings below
-THEORY = [i for i in CHECKS if (not i.startswith("fig") or i == "fig3-variance") and i not in SIMULATING]
+SLOW = {"repair-nonquadratic"}  # ~30 s of Monte Carlo: run on a shrunken grid in test_check_mutations
+THEORY = [
+    i for i in CHECKS if (not i.startswith("fig") or i == "fig3-variance") and i not in SIMULATING | SLOW
+]
 
 
 def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> None:
@@ -24,6 +27,11 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     assert status["zeta-values"] == "holds" and status["lemmas-5-6-7"] == "holds"
     assert status["prop1-noise-free"] == "violated" and status["local-drift"] == "violated"
     assert status["drift-103-quadratic"] == "violated"
+    assert status["corollary-1"] == "violated" and status["corollary-2"] == "violated"
+    assert status["prop1-non-iid"] == "reference" and status["repair-correlated-noise"] == "violated"
+    corollary2 = next(r for r in results if r["id"] == "corollary-2")["evidence"]
+    assert corollary2["smallest_counterexample"]["ratio"] == pytest.approx(0.3446 / 0.3333, abs=1e-3)
+    assert {"lhs", "rhs", "ratio"} <= corollary2["table"][0].keys()
     assert "could not run" not in status.values()
     report = (tmp_path / "report.md").read_text()
     assert "| prop1-noise-free | Proposition 1 | **violated** |" in report

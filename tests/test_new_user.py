@@ -1,0 +1,275 @@
+"""What a new user feeds the tools: one-line errors (exit 2, no traceback, no half-made run folder),
+no silent wrong results, and a safe --resume (issue 11)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import main as sim_main
+from sim.runner import RunConfig, run
+
+
+def _base(tiny: Path, out: Path) -> list[str]:
+    return ["run", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "8",
+            "--log-every", "4", "--eval-samples", "30", "--batch-size", "8", "--partition", "iid",
+            "--out", str(out), "--checkpoint-every", "4", "--eta", "0.1"]  # fmt: skip
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    code = sim_main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert err.count("\n") == 1 and err.startswith("dfl-sim: error: ") and "Traceback" not in err, err
+    return err
+
+
+def _npz(tmp_path: Path, name: str, **over: np.ndarray) -> Path:
+    rng = np.random.default_rng(0)
+    arrays = {"x_train": rng.normal(size=(60, 4)), "y_train": rng.integers(0, 3, 60),
+              "x_test": rng.normal(size=(20, 4)), "y_test": rng.integers(0, 3, 20)} | over  # fmt: skip
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return path
+
+
+BAD_DATA = {
+    "negative labels": ({"y_train": -np.ones(60, dtype=int)}, "label -1 < 0"),
+    "x_test of another width": ({"x_test": np.zeros((20, 5))}, "x_test has sample shape (5,)"),
+    "string arrays": ({"x_train": np.array([["a"] * 4] * 60)}, "expected a non-empty numeric array"),
+    "NaN features": ({"x_train": np.full((60, 4), np.nan)}, "240 NaN or inf values"),
+    "float labels": ({"y_train": np.full(60, 1.5)}, "non-integer values"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DATA))
+def test_bad_npz_data_is_refused_before_the_run_folder(capsys, tmp_path, case: str) -> None:
+    over, fragment = BAD_DATA[case]
+    data = _npz(tmp_path, "bad.npz", **over)
+    out = tmp_path / "run"
+    argv = _base(data, out)
+    err = _one_line_error(capsys, argv)
+    assert fragment in err and not out.exists()
+
+
+def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
+    out = tmp_path / "run"
+    text = tmp_path / "params.txt"
+    text.write_text("not an npz")
+    disconnected = tmp_path / "disc.txt"
+    disconnected.write_text("0 1\n1 2\n3 4\n4 5\n")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    cases = [
+        (["--seed", "-1"], "seed = -1 is out of range"),
+        (["--device", "nonsense"], "device = 'nonsense' is unknown"),
+        (["--latency", "-1", "--bandwidth", "5"], "latency = -1.0 is out of range"),
+        (["--latency", "0.1", "--bandwidth", "-5"], "bandwidth = -5.0 is out of range"),
+        (["--init-params", str(text)], "is not an npz"),
+        (["--topology", f"edges:{disconnected}", "--weights", "metropolis"], "disconnected"),
+        (["--allow-change", "model"], "allow_change names 'model'"),
+        (["--threads", "-2"], "threads = -2 is out of range"),
+        (["--resume"], "does not exist (expected the folder of an interrupted run"),
+    ]
+    for extra, fragment in cases:
+        err = _one_line_error(capsys, _base(tiny, out) + extra)
+        assert fragment in err, (extra, err)
+        assert not (out / "metrics.csv").exists(), extra
+    for bad_out in ("/proc/dflkit-test", str(afile / "sub")):
+        err = _one_line_error(capsys, _base(tiny, Path(bad_out)))
+        assert "is not a writable folder" in err
+    for toml, fragment in [
+        ("topology = 5", "topology = 5 has the wrong type (expected a string)"),
+        ("device = 0", "device = 0 has the wrong type"),
+        ("steps = true", "steps = True has the wrong type (expected an integer)"),
+    ]:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(toml + "\n")
+        err = _one_line_error(capsys, ["run", "--config", str(cfg), "--out", str(out)])
+        assert fragment in err
+
+
+def test_api_refuses_booleans_and_none() -> None:
+    from bounds import InputError
+
+    for kw in ({"tau1": True}, {"topology": None}, {"eta": float("nan")}):
+        with pytest.raises(InputError, match="has the wrong type"):
+            RunConfig(**kw).validate()
+
+
+def test_fault_flag_is_hidden_and_every_flag_has_help(capsys) -> None:
+    with pytest.raises(SystemExit):
+        sim_main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "--fault" not in text and "default None" not in text
+    assert "--resume" in text and "continue from the checkpoint" in text
+
+
+def test_growing_loss_is_divergence_and_json_survives_nan(capsys, tiny, tmp_path) -> None:
+    """logreg with eta = 1e9: the loss explodes (finite at first); the summary says so, JSON stays valid."""
+    out = tmp_path / "run"
+    code = sim_main([*_base(tiny, out)[:-2], "--eta", "1e9", "--steps", "40", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["diverged"] is True and "grew from" in summary["message"]
+    json.loads((out / "summary.json").read_text())  # strict JSON: no bare NaN
+    code = sim_main([*_base(tiny, out)[:-2], "--eta", "1e30", "--steps", "40", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["diverged"] is True
+    parsed = json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert isinstance(parsed["final_train_loss"], float | str)
+
+
+def test_resume_refuses_other_settings_and_a_fresh_run_clears_old_files(capsys, tiny, tmp_path) -> None:
+    out = tmp_path / "run"
+    assert sim_main([*_base(tiny, out), "--save-params"]) == 0
+    capsys.readouterr()
+    err = _one_line_error(capsys, [*_base(tiny, out)[:-2], "--eta", "0.2", "--resume", "--steps", "12"])
+    assert "eta = 0.1 -> 0.2" in err and "--allow-change eta" in err
+    err = _one_line_error(capsys, [*_base(tiny, out), "--model", "lstsq", "--resume"])
+    assert "model = 'logreg' -> 'lstsq'" in err
+    args = [*_base(tiny, out)[:-2], "--eta", "0.2", "--resume", "--steps", "12", "--allow-change", "eta"]
+    assert sim_main(args) == 0
+    capsys.readouterr()
+    assert (out / "params.npz").exists()
+    assert sim_main(_base(tiny, out)) == 0  # a fresh run: the old params.npz must not survive
+    assert not (out / "params.npz").exists()
+
+
+def _rows(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def _steps(path: Path) -> list[int]:
+    with path.open(newline="") as fh:
+        return [int(r["step"]) for r in csv.DictReader(fh)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sigkill_at_random_points_then_resume_equals_an_unbroken_run(tiny, tmp_path, seed: int) -> None:
+    """A run killed with SIGKILL several times and resumed each time ends equal to an unbroken run."""
+    common = ["--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "3000",
+              "--log-every", "50", "--eval-samples", "30", "--batch-size", "8", "--partition", "iid",
+              "--checkpoint-every", "100", "--eta", "0.05", "--save-params", "--threads", "1"]  # fmt: skip
+    clean = tmp_path / "clean"
+    assert run(_config(common, clean)) is not None
+    broken = tmp_path / "broken"
+    rng = np.random.default_rng(seed)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "sim", "run", *common, "--out", str(broken)]
+    for _ in range(3):  # kill three times, each after some progress, at a random moment
+        proc = subprocess.Popen(
+            cmd + (["--resume"] if (broken / "checkpoint.pt").exists() else []),
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        start = len(_steps(broken / "metrics.csv")) if (broken / "checkpoint.pt").exists() else 0
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if (broken / "metrics.csv").exists() and len(_rows(broken / "metrics.csv")) > start + 2:
+                break
+            time.sleep(0.05)
+        time.sleep(float(rng.uniform(0.0, 0.5)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    last = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert last.returncode == 0, last.stderr
+    a, b = np.load(clean / "params.npz"), np.load(broken / "params.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+    steps = _steps(broken / "metrics.csv")
+    assert steps == _steps(clean / "metrics.csv") == list(range(0, 3001, 50))  # no gaps, no duplicates
+
+
+def _config(argv: list[str], out: Path) -> RunConfig:
+    from sim.cli import _config as parse
+    from sim.cli import _parser
+
+    return parse(_parser().parse_args(["run", *argv, "--out", str(out)]))
+
+
+def test_first_checkpoint_by_time(tiny, tmp_path) -> None:
+    """checkpoint_seconds writes a checkpoint before checkpoint_every steps are reached."""
+    out = tmp_path / "run"
+    cfg = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=40, log_every=40, eval_samples=30,
+                    batch_size=8, partition="iid", out=str(out), checkpoint_every=10**6,
+                    checkpoint_seconds=1e-9, eta=0.1, fault=None)  # fmt: skip
+    seen: list[float] = []
+    real = os.replace
+
+    def spy(src: object, dst: object) -> None:
+        if str(dst).endswith("checkpoint.pt"):
+            seen.append(time.perf_counter())
+        real(src, dst)
+
+    import sim.runner as runner
+
+    runner.os.replace = spy
+    try:
+        run(cfg)
+    finally:
+        runner.os.replace = real
+    assert len(seen) >= 40  # every step (and the final save)
+
+
+def test_dfl_plot_refuses_unusable_folders_and_keeps_every_curve(capsys, tiny, tmp_path) -> None:
+    from plots.__main__ import labels
+    from plots.__main__ import main as plot_main
+
+    empty, headers, wrong = tmp_path / "empty", tmp_path / "headers", tmp_path / "wrong"
+    for folder in (empty, headers, wrong):
+        folder.mkdir()
+    (headers / "metrics.csv").write_text("step,train_loss,test_acc,consensus,grad_norm2\n")
+    (wrong / "metrics.csv").write_text("a,b\n1,2\n")
+    for folder, fragment in (
+        (empty, "does not exist"),
+        (headers, "has no rows"),
+        (wrong, "lacks the columns"),
+    ):
+        assert plot_main([str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+    a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
+    for folder, eta in ((a, "0.1"), (b, "0.2")):
+        assert sim_main([*_base(tiny, folder)[:-2], "--eta", eta]) == 0
+    capsys.readouterr()
+    names = labels([a, b])
+    assert len(set(names)) == 2 and "a/run" in names[0] and "eta=0.1" in names[0] and "eta=0.2" in names[1]
+    assert plot_main([str(a), str(b), "--out", "/proc/dflkit/curves"]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_theory_cli_refuses_out_of_range_integers_and_huge_grids(capsys) -> None:
+    from bounds import InputError, make_graph
+    from bounds.cli import main as bounds_main
+
+    dfl = ["dfl", "--L", "1", "--sigma2", "1", "--nodes", "10", "--eta", "0.01", "--tau1", "4", "--tau2", "4",
+           "--gap", "1"]  # fmt: skip
+    cases = [
+        ([*dfl, "--T", "1e30", "--zeta", "0.8"], "T = 1e+30 is too large"),
+        ([*dfl, "--T", "100", "--topology", "erdos-renyi", "--seed", "-1"], "seed = -1 is out of range"),
+        (["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.8", "--t-comp",
+          "1", "--t-comm", "1", "--budget-seconds", "1000", "--max-tau1", "30000", "--max-tau2", "30000"],
+         "cells is too many"),
+    ]  # fmt: skip
+    for argv, fragment in cases:
+        assert bounds_main(argv) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and err.count("\n") == 1, err
+    with pytest.raises(InputError, match="seed = -1"):
+        make_graph("erdos-renyi", 10, seed=-1)
+
+
+def test_dfl_check_refuses_an_unwritable_out(capsys, tmp_path) -> None:
+    from paper_checks.cli import main as check_main
+
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert check_main(["--only", "zeta-values", "--out", str(afile / "sub")]) == 2
+    assert "is not a writable folder" in capsys.readouterr().err
