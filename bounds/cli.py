@@ -32,14 +32,14 @@ from bounds import symbolic
 from bounds._checks import InputError
 from bounds.compare import compare_methods
 from bounds.compression import COMPRESSORS, make_compressor
-from bounds.mixing import RULES, Matrix, load_matrix, mixing_matrix
+from bounds.mixing import RULES, topology_matrix
 from bounds.optimize import ALIASES, BOUNDS, CostModel, optimize_dfl
 from bounds.optimize_cdfl import optimize_cdfl
 from bounds.proposition1 import dfl_bound
 from bounds.proposition2 import cdfl_bound
 from bounds.serialize import jsonable
 from bounds.spectral import SpectralSummary, spectral_summary, zeta
-from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
+from bounds.topologies import TOPOLOGIES
 
 __all__ = ["main"]
 
@@ -51,20 +51,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _topology_matrix(name: str, nodes: int | None, weights: str, seed: int) -> Matrix:
-    if name.startswith("matrix:"):
-        return load_matrix(name.removeprefix("matrix:"))
-    if name.startswith("edges:"):
-        return mixing_matrix(from_edge_list(name.removeprefix("edges:")), weights)
-    if nodes is None:
-        raise InputError(f"--nodes is required for topology {name!r}")
-    options: dict[str, Any] = {"seed": seed} if name == "erdos-renyi" else {}
-    return mixing_matrix(make_graph(name, nodes, **options), weights)
-
-
 def _spectrum(args: argparse.Namespace) -> tuple[SpectralSummary, float]:
     start = time.perf_counter()
-    C = _topology_matrix(args.name, args.nodes, args.weights, args.seed)
+    C = topology_matrix(args.name, args.nodes, args.weights, args.seed)
     summary = spectral_summary(C)
     return summary, time.perf_counter() - start
 
@@ -74,7 +63,7 @@ ZETA_ONLY_FROM_NODES = 5000  # --spectrum auto: above this (sparse C) only zeta,
 
 def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
-    C = _topology_matrix(args.name, args.nodes, args.weights, args.seed)
+    C = topology_matrix(args.name, args.nodes, args.weights, args.seed)
     n = C.shape[0]
     if args.nodes is not None and n != args.nodes:
         raise InputError(f"--nodes {args.nodes} but the file has {n} nodes")

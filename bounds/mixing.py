@@ -42,6 +42,7 @@ __all__ = [
     "lazy",
     "load_matrix",
     "mixing_matrix",
+    "topology_matrix",
 ]
 
 Matrix = np.ndarray | sp.csr_matrix
@@ -215,3 +216,20 @@ def load_matrix(path: str | Path) -> Matrix:
             f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): {exc}"
         ) from None
     return check_mixing_matrix(C)
+
+
+def topology_matrix(name: str, nodes: int | None, weights: str = "paper", seed: int = 0) -> Matrix:
+    """The mixing matrix a topology argument names: ``matrix:PATH`` (a file, as given), ``edges:PATH``
+    (an edge list with the weight rule ``weights``) or a graph name (``make_graph(name, nodes)``,
+    ``seed`` for erdos-renyi) with ``weights``. The one resolver of the CLIs and the simulator.
+    """
+    from bounds.topologies import from_edge_list, make_graph
+
+    if name.startswith("matrix:"):
+        return load_matrix(name.removeprefix("matrix:"))
+    if name.startswith("edges:"):
+        return mixing_matrix(from_edge_list(name.removeprefix("edges:")), weights)
+    if nodes is None:
+        raise InputError(f"--nodes is required for topology {name!r} (expected the number of nodes N)")
+    options = {"seed": seed} if name == "erdos-renyi" else {}
+    return mixing_matrix(make_graph(name, nodes, **options), weights)

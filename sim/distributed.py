@@ -41,8 +41,10 @@ from bounds import InputError
 from bounds.compression import RandK, TopK
 from sim.algorithms import step_kinds
 from sim.compressors import compress_rows
+from sim.config import RunConfig
 from sim.engine import BatchSampler
-from sim.runner import RunConfig, Setup, _learning_rate, prepare, prepare_out, run_loop
+from sim.loop import run_loop
+from sim.setup import Setup, learning_rate, prepare, prepare_out
 from sim.trainer import Trainer
 
 __all__ = ["DistributedGossip", "run_distributed"]
@@ -232,7 +234,7 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
             s.stack,
             s.x0.repeat(len(own), 1),
             step_kinds(config.algorithm, s.tau1, s.tau2, config.steps),
-            _learning_rate(config),
+            learning_rate(config),
             gossip,
             sampler,
             s.data.x_train,

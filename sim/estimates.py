@@ -25,8 +25,9 @@ import torch
 
 from bounds._checks import InputError
 from sim.algorithms import LOCAL
+from sim.config import RunConfig
 from sim.engine import Stack
-from sim.runner import RunConfig, build_trainer, prepare
+from sim.setup import build_trainer, prepare
 
 __all__ = [
     "DriftProbe",

@@ -194,7 +194,7 @@ def _config(argv: list[str], out: Path) -> RunConfig:
     return parse(_parser().parse_args(["run", *argv, "--out", str(out)]))
 
 
-def test_first_checkpoint_by_time(tiny, tmp_path) -> None:
+def test_first_checkpoint_by_time(tiny, tmp_path, monkeypatch) -> None:
     """checkpoint_seconds writes a checkpoint before checkpoint_every steps are reached."""
     out = tmp_path / "run"
     cfg = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=40, log_every=40, eval_samples=30,
@@ -208,13 +208,8 @@ def test_first_checkpoint_by_time(tiny, tmp_path) -> None:
             seen.append(time.perf_counter())
         real(src, dst)
 
-    import sim.runner as runner
-
-    runner.os.replace = spy
-    try:
-        run(cfg)
-    finally:
-        runner.os.replace = real
+    monkeypatch.setattr(os, "replace", spy)
+    run(cfg)
     assert len(seen) >= 40  # every step (and the final save)
 
 

@@ -1,0 +1,156 @@
+"""RunConfig: every knob of a simulation run, with its validation (the CLI's flags are its fields)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import torch
+
+from bounds import InputError
+from sim.algorithms import (
+    resolve_schedule,
+)
+
+__all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "RunConfig", "fingerprint"]
+
+RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
+NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume
+    "out", "resume", "steps", "device", "backend", "world_size", "timeout", "fault", "log_every",
+    "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
+)  # fmt: skip
+
+
+@dataclass
+class RunConfig:
+    """Every knob of a run (the CLI's flags); ``validate`` checks them all up front."""
+
+    dataset: str = "mnist"
+    data_dir: str | None = None
+    model: str = "cnn"
+    nodes: int = 10
+    topology: str = "ring"
+    weights: str = "paper"
+    algorithm: str = "dfl"
+    tau1: int = 4
+    tau2: int = 4
+    eta: float = 0.05
+    lr_schedule: str = "constant"
+    mu: float | None = None
+    a: float | None = None
+    gamma: float = 1.0
+    compressor: str = "identity"
+    compressor_param: float | None = None
+    steps: int = 400
+    batch_size: int = 32
+    partition: str = "shards"
+    alpha: float = 0.5
+    seed: int = 0
+    device: str = "cpu"
+    out: str = "runs/latest"
+    log_every: int = 20
+    eval_samples: int = 500
+    t_comp: float = 1.0
+    t_comm: float = 1.0
+    latency: float | None = None
+    bandwidth: float | None = None
+    checkpoint_every: int = 100
+    save_params: bool = False
+    init_params: str | None = None
+    resume: bool = False
+    backend: str = "local"
+    world_size: int = 1
+    timeout: float = 60.0
+    checkpoint_seconds: float = 60.0
+    threads: int = 0
+    allow_change: str = ""
+    fault: str | None = None  # testing only: "exit:STEP" or "hang:STEP" for the last distributed rank
+
+    def validate(self) -> None:
+        """Raise InputError naming the first bad value (types first, then ranges)."""
+        self._check_types()
+        positive_ints = ("nodes", "steps", "log_every", "eval_samples", "checkpoint_every")
+        for name in positive_ints:
+            value = getattr(self, name)
+            if value < 1:
+                raise InputError(f"{name} = {value!r} is out of range (expected an integer >= 1)")
+        if self.batch_size < 0:
+            raise InputError(
+                f"batch_size = {self.batch_size!r} is out of range (expected >= 0; 0 = full local data)"
+            )
+        if not 0 <= self.seed < 2**63:
+            raise InputError(f"seed = {self.seed!r} is out of range (expected an integer 0 <= seed < 2^63)")
+        if self.threads < 0:
+            raise InputError(f"threads = {self.threads!r} is out of range (expected >= 0; 0 = automatic)")
+        for name in ("eta", "t_comp", "t_comm", "checkpoint_seconds", "alpha"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        if not 0 < self.gamma <= 1:
+            raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")
+        if self.latency is not None and self.latency < 0:
+            raise InputError(f"latency = {self.latency!r} is out of range (expected seconds >= 0)")
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise InputError(f"bandwidth = {self.bandwidth!r} is out of range (expected bits per second > 0)")
+        unknown = [f for f in self.changes_allowed() if f not in RESUMABLE_CHANGES]
+        if unknown:
+            raise InputError(
+                f"allow_change names {unknown[0]!r} (expected a comma-separated list of: "
+                f"{', '.join(RESUMABLE_CHANGES)})"
+            )
+        if self.backend not in ("local", "distributed"):
+            raise InputError(f"backend = {self.backend!r} is unknown (expected local or distributed)")
+        if self.backend == "distributed" and not (
+            isinstance(self.world_size, int) and 1 <= self.world_size <= self.nodes
+        ):
+            raise InputError(
+                f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
+            )
+        if self.fault is not None and not re.fullmatch(r"(exit|hang):\d+", self.fault):
+            raise InputError(f"fault = {self.fault!r} is malformed (expected 'exit:STEP' or 'hang:STEP')")
+        if not self.timeout > 0:
+            raise InputError(f"timeout = {self.timeout!r} is out of range (expected seconds > 0)")
+        if self.lr_schedule not in ("constant", "cdfl"):
+            raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
+        if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
+            raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
+        if self.algorithm != "cdfl" and self.compressor != "identity":
+            raise InputError(
+                f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
+            )
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise InputError(f"device = {self.device!r} but no CUDA device is available (expected cpu)")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise InputError(f"device = {self.device!r} is unknown (expected cpu, cuda or cuda:INDEX)")
+        resolve_schedule(self.algorithm, self.tau1, self.tau2)
+
+    def _check_types(self) -> None:
+        """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""
+        for f in fields(self):
+            value, kinds = getattr(self, f.name), str(f.type).split(" | ")
+            if value is None and "None" in kinds:
+                continue
+            base = kinds[0]
+            ok = {
+                "str": isinstance(value, str),
+                "int": isinstance(value, int) and not isinstance(value, bool),
+                "bool": isinstance(value, bool),
+                "float": isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value),
+            }[base]
+            if not ok:
+                expected = {"str": "a string", "int": "an integer", "bool": "true or false",
+                            "float": "a finite number"}[base]  # fmt: skip
+                raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+
+    def changes_allowed(self) -> list[str]:
+        """The fields ``allow_change`` lets differ from the checkpoint's config on resume."""
+        return [name.strip().replace("-", "_") for name in self.allow_change.split(",") if name.strip()]
+
+
+def fingerprint(config: RunConfig) -> dict[str, Any]:
+    """The fields of a config that shape the trajectory (what a resumed run must share)."""
+    return {k: v for k, v in asdict(config).items() if k not in NOT_IN_FINGERPRINT}

@@ -1,0 +1,243 @@
+"""Everything a run derives from its config: data, partition, model, mixing matrix, costs, run folder.
+
+:func:`prepare` validates the config and builds a :class:`Setup`, identical on every process of a
+distributed run; only the main process prepares the run folder (:func:`prepare_out`: writable,
+an earlier run's files removed, or on ``--resume`` a matching checkpoint). :func:`build_trainer`
+makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bounds import InputError
+from bounds.compression import make_compressor
+from bounds.mixing import check_mixing_matrix, topology_matrix
+from sim.algorithms import (
+    ChocoGossip,
+    ExactGossip,
+    resolve_schedule,
+    sparse_mixing,
+    step_kinds,
+)
+from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
+from sim.data import Dataset, load_dataset
+from sim.engine import BatchSampler, Stack
+from sim.models import LogReg, make_model
+from sim.partition import make_partition
+from sim.trainer import Trainer
+
+__all__ = [
+    "RUN_FILES",
+    "SPARSE_GOSSIP_FROM_NODES",
+    "Setup",
+    "automatic_threads",
+    "build_trainer",
+    "check_resumable",
+    "initial_point",
+    "learning_rate",
+    "mixing",
+    "prepare",
+    "prepare_out",
+]
+
+SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X below, sparse CSR above (see dfl-sim bench)
+
+
+def mixing(config: RunConfig, uses_J: bool) -> np.ndarray:
+    """The run's dense mixing matrix: J for the algorithms that average exactly, else the topology's."""
+    if uses_J:
+        return np.full((config.nodes, config.nodes), 1.0 / config.nodes)
+    name = config.topology
+    C = topology_matrix(name, config.nodes, config.weights, config.seed)
+    C = check_mixing_matrix(C)  # the same validation as dfl-bounds: a disconnected graph is refused
+    C = C.toarray() if hasattr(C, "toarray") else np.asarray(C)
+    if C.shape[0] != config.nodes:
+        raise InputError(f"nodes = {config.nodes} but topology {name!r} has {C.shape[0]} nodes")
+    return C
+
+
+def learning_rate(config: RunConfig) -> float | Callable[[int], float]:
+    """eta, or the C-DFL schedule eta_k = 4 / (mu (a + k)) (Proposition 2) as a function of the round k."""
+    if config.lr_schedule == "cdfl":
+        mu, a = float(config.mu), float(config.a)
+        return lambda k: 4.0 / (mu * (a + k))
+    return float(config.eta)
+
+
+def initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> torch.Tensor:
+    """x_0, the same on every node: --init-params, zeros for linear models, else the model's init."""
+    if config.init_params:
+        path = Path(config.init_params)
+        if not path.is_file():
+            raise InputError(
+                f"init params file {str(path)!r} does not exist (expected an npz from --save-params)"
+            )
+        try:
+            f = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"init params file {str(path)!r} is not an npz ({exc}; expected an npz from --save-params)"
+            ) from None
+        if not hasattr(f, "files"):
+            raise InputError(
+                f"init params file {str(path)!r} holds one array (expected an npz from --save-params)"
+            )
+        with f:
+            try:
+                arrays = [
+                    torch.as_tensor(f[n]).reshape(-1, *s)[0]
+                    for n, s in zip(stack.names, stack.shapes, strict=True)
+                ]
+            except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+                raise InputError(
+                    f"init params file {str(path)!r} does not match model {config.model!r} ({exc})"
+                ) from None
+        return torch.cat([a.reshape(-1).float() for a in arrays])
+    if isinstance(model, LogReg):  # linear models (logreg, lstsq) start from zero
+        return torch.zeros(stack.d)
+    return stack.flatten(model)
+
+
+@dataclass
+class Setup:
+    """Everything a run derives from its config, identical on every process of a distributed run."""
+
+    data: Dataset
+    parts: list[np.ndarray]
+    stack: Stack
+    tau1: int
+    tau2: int
+    uses_J: bool
+    C: np.ndarray
+    compressor: Any
+    bits_per_gossip: float
+    t_comm: float
+    x0: torch.Tensor
+    device: torch.device
+    out: Path
+
+
+def prepare(config: RunConfig, main: bool = True) -> Setup:
+    """Validate the config and build data, partition, model, mixing matrix, compressor and costs.
+
+    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``).
+    """
+    config.validate()
+    device = torch.device(config.device)
+    data = load_dataset(config.dataset, config.data_dir)
+    parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
+        data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
+    )
+    torch.manual_seed(config.seed)
+    model = make_model(config.model, data.input_shape, data.num_classes).to(device)
+    stack = Stack(model)
+    tau1, tau2, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    compressor = make_compressor(config.compressor, config.compressor_param)
+    compressor.check_dimension(stack.d)
+    bits = compressor.bits(stack.d)
+    if config.bandwidth:
+        t_comm = (config.latency or 0.0) + bits / config.bandwidth
+    else:
+        t_comm = config.t_comm * bits / (32.0 * stack.d)  # --t-comm is one uncompressed gossip step
+    x0 = initial_point(config, model, stack).to(device)
+    C = mixing(config, uses_J)
+    out = prepare_out(config) if main else Path(config.out)  # once every input is checked
+    return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, t_comm, x0, device, out)
+
+
+RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")
+
+
+def prepare_out(config: RunConfig) -> Path:
+    """The run folder, created and checked writable; a fresh run removes an earlier run's files.
+
+    With ``resume`` the folder must hold a checkpoint whose config matches (see
+    :func:`check_resumable`); without it, an old ``checkpoint.pt`` / ``summary.json`` /
+    ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
+    the old checkpoint, so they are removed.
+    """
+    out = Path(config.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"out = {config.out!r} is not a writable folder ({exc.strerror or exc})") from None
+    if config.resume:
+        check_resumable(config, out / "checkpoint.pt")
+    else:
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    return out
+
+
+def check_resumable(config: RunConfig, checkpoint: Path) -> None:
+    """Refuse ``--resume`` without a checkpoint, or with settings that differ from the checkpoint's.
+
+    Fields named in ``allow_change`` (from RESUMABLE_CHANGES) may differ; the others must not.
+    """
+    if not checkpoint.is_file():
+        raise InputError(
+            f"resume: {str(checkpoint)!r} does not exist (expected the folder of an interrupted run; "
+            "run without --resume to start a new one)"
+        )
+    try:
+        saved = torch.load(checkpoint, weights_only=False).get("config")
+    except Exception as exc:  # a truncated or foreign file: say which
+        raise InputError(f"resume: {str(checkpoint)!r} is not a readable checkpoint ({exc})") from None
+    if saved is None:
+        return  # written before fingerprints existed: nothing to compare
+    now = fingerprint(config)
+    differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
+    if differ:
+        pairs = ", ".join(f"{k} = {saved[k]!r} -> {now[k]!r}" for k in differ)
+        allowed = [k for k in differ if k in RESUMABLE_CHANGES]
+        hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
+        raise InputError(
+            f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        )
+
+
+def automatic_threads() -> int:
+    """Torch threads for a fresh process on a possibly shared machine (``dfl-sim run`` without --threads).
+
+    The cores this process may use (``os.sched_getaffinity``) less the 1-minute load average, at
+    least 1: on a busy machine torch's default (every core) makes each step wait for the slowest
+    core. ``OMP_NUM_THREADS``, when set, wins. Called at start-up, before this process adds load.
+    """
+    if "OMP_NUM_THREADS" in os.environ:
+        return torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(cores, round(cores - busy)))
+
+
+def build_trainer(config: RunConfig, s: Setup) -> Trainer:
+    """The single-process trainer of a prepared run: X = x0 on every node, the run's gossip and sampler."""
+    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not s.uses_J:
+        C = sparse_mixing(s.C, device=s.device)
+    else:
+        C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
+    gossip = ChocoGossip(C, config.gamma, s.compressor) if config.algorithm == "cdfl" else ExactGossip(C)
+    gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)
+    return Trainer(
+        s.stack,
+        s.x0.repeat(config.nodes, 1),
+        step_kinds(config.algorithm, s.tau1, s.tau2, config.steps),
+        learning_rate(config),
+        gossip,
+        BatchSampler(s.parts, config.batch_size, config.seed, s.device),
+        s.data.x_train.to(s.device),
+        s.data.y_train.to(s.device),
+        tau=s.tau1 + s.tau2,
+        gen=gen,
+    )
