@@ -1,8 +1,7 @@
 """Exact local drift of DFL under pure gradient noise, by matrix recursion.
 
-The step schedule of Algorithm 1 and an exact, simulation-free value of the
-local-drift sum that Lemma 1 bounds, for the case where every gradient is
-pure noise (grad F = 0, E[g] = 0, E||g||^2 = sigma^2 per node, independent
+An exact, simulation-free value of the local-drift sum that Lemma 1 bounds, for the case
+where every gradient is pure noise (grad F = 0, E[g] = 0, E||g||^2 = sigma^2 per node, independent
 across nodes and steps). Then, with M_t = E[(X_t (I - J))^T X_t (I - J)],
 
 * a local step X <- X - eta G adds eta^2 sigma^2 (I - J) to M;
@@ -17,28 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bounds._checks import real_array
 from bounds.mixing import Matrix
+from bounds.quadratic import exact_quadratic_dfl
 
-__all__ = ["local_step_mask", "noise_drift"]
-
-
-def local_step_mask(tau1: int, tau2: int, T: int) -> np.ndarray:
-    """Boolean mask over steps t = 1..T: True for a local SGD step, False for a gossip step.
-
-    Algorithm 1: K = floor(T / tau) rounds of tau1 local then tau2 gossip steps,
-    then T - K tau local steps.
-
-    >>> local_step_mask(2, 1, 7).astype(int).tolist()
-    [1, 1, 0, 1, 1, 0, 1]
-    """
-    t1 = int(real_array("tau1", tau1, low=1, integer=True))
-    t2 = int(real_array("tau2", tau2, low=0, integer=True))
-    n = int(real_array("T", T, low=1, integer=True))
-    tau = t1 + t2
-    t = np.arange(n)
-    rounds = n // tau
-    return ((t % tau) < t1) | (t >= rounds * tau)
+__all__ = ["noise_drift"]
 
 
 def noise_drift(C: Matrix, tau1: int, tau2: int, T: int, eta: float = 1.0, sigma2: float = 1.0) -> np.ndarray:
@@ -58,6 +39,5 @@ def noise_drift(C: Matrix, tau1: int, tau2: int, T: int, eta: float = 1.0, sigma
     >>> noise_drift(C, 1, 1, 4).tolist()
     [0.0, 0.5, 0.0, 0.5]
     """
-    from bounds.quadratic import exact_quadratic_dfl  # pure noise is the flat quadratic, L = 0
-
+    # pure noise is the flat quadratic, L = 0
     return exact_quadratic_dfl(C, tau1, tau2, T, eta=eta, L=0.0, sigma2=sigma2).drift

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import optimize
 
 from bounds._checks import InputError
-from bounds.drift import local_step_mask
+from bounds.schedule import local_step_mask
 
 __all__ = [
     "MonteCarloRun",

@@ -25,7 +25,8 @@ import torch
 from bounds import formulas as f
 from bounds import spectral_summary
 from bounds.quadratic import exact_quadratic_dfl
-from paper_checks.experiments import DEVICE, run_folder
+from paper_checks.context import current
+from paper_checks.experiments import run_folder
 from paper_checks.registry import Outcome, check, combined
 from paper_checks.theory import TOPOLOGIES
 from sim.data import load_mnist
@@ -199,7 +200,7 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
         batch_size=cfg["batch_size"],
         seed=seed,
         checkpoint_every=10**9,
-        device=DEVICE[0],
+        device=current().device,
     )
     key = json.dumps({**asdict(config), "out": None, **cfg, "seeds": None}, sort_keys=True)
     folder = run_folder(f"drift103-tau1={tau1}-tau2={tau2}-seed{seed}", key)

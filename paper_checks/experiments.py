@@ -30,15 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from bounds.drift import local_step_mask
-from paper_checks.registry import Outcome, check, combined
+from bounds.schedule import local_step_mask
+from paper_checks.context import current
+from paper_checks.registry import Outcome, check, combined, library_digest
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
 from sim.runner import RunConfig, run
-
-OUT = [Path("paper_checks_out") / "runs"]  # set by report.run_checks to <out>/runs
-CIFAR_DIR: list[str | None] = [None]  # set by report.run_checks (dfl-check --cifar-dir)
-DEVICE = ["cpu"]  # set by report.run_checks (dfl-check --device); part of every run's cache key
 
 
 def _settings(quick: bool) -> dict[str, Any]:
@@ -86,7 +83,7 @@ def _run(quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]:
         "nodes": 10,
         "partition": "shards",
         "checkpoint_every": 10**9,
-        "device": DEVICE[0],
+        "device": current().device,
     }
     config = RunConfig(**{**defaults, **kw})
     key = json.dumps({k: v for k, v in asdict(config).items() if k != "out"}, sort_keys=True)
@@ -105,8 +102,8 @@ def _run(quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]:
 
 
 def run_folder(name: str, key: str) -> Path:
-    """The cache folder of one simulation: ``<out>/runs/<name>-<hash of its full config>``."""
-    return OUT[0] / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+    """The cache folder of one simulation: ``<out>/runs/<name>-<hash of its config and of bounds/, sim/>``."""
+    return current().runs / f"{name}-{hashlib.sha256((key + library_digest()).encode()).hexdigest()[:10]}"
 
 
 def _same(config_file: Path, key: str) -> bool:
@@ -196,6 +193,16 @@ def _fig6(quick: bool, local: int, tau2s: list[int], same_total: bool = True, **
     }
 
 
+def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], quick: bool) -> Outcome:
+    """Run ``configs`` (every seed) and judge the claim that their final losses rise along ``order``."""
+    values, curves = _runs(configs, quick)
+    verdict, pairs = _ordering(values, order)
+    losses = ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
+    return Outcome(
+        verdict, f"final training loss by {', '.join(order)}: {losses}.", {"pairs": pairs, "curves": curves}
+    )
+
+
 @check(
     "fig6-tau2",
     "Fig. 6(a)-(d), Remark 1",
@@ -248,7 +255,7 @@ def fig6(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
 )
 def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig6-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""
-    folder = CIFAR_DIR[0] or os.environ.get("DFLKIT_CIFAR10_DIR")
+    folder = current().cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
     if not folder:
         raise DataError(
             "CIFAR-10 is not configured: pass --cifar-dir DIR (a folder holding cifar-10-batches-py) "
@@ -289,17 +296,7 @@ def fig7(quick: bool, best_first: tuple[str, ...]) -> Outcome:
     configs = {"sync": {"algorithm": "sync", "steps": steps}}
     configs |= {f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps} for t in (1, 4, 10)}
     order = list(best_first)
-    values, curves = _runs(configs, quick)
-    verdict, pairs = _ordering(values, order)
-    return Outcome(
-        verdict,
-        "final training loss by "
-        + ", ".join(order)
-        + ": "
-        + ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
-        + ".",
-        {"pairs": pairs, "curves": curves},
-    )
+    return _ranking_outcome(configs, order, quick)
 
 
 @check(
@@ -333,17 +330,7 @@ def fig8(quick: bool, best_first: tuple[str, ...]) -> Outcome:
         },
     }
     order = list(best_first)
-    values, curves = _runs(configs, quick)
-    verdict, pairs = _ordering(values, order)
-    return Outcome(
-        verdict,
-        "final training loss by "
-        + ", ".join(order)
-        + ": "
-        + ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
-        + ".",
-        {"pairs": pairs, "curves": curves},
-    )
+    return _ranking_outcome(configs, order, quick)
 
 
 FIG9_CLAIMS: dict[str, Any] = {

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "load_checks"]
+__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "library_digest", "load_checks"]
 
 STATUSES = ("holds", "violated", "inconclusive", "reference", "could not run")
 """``reference``: a documented value or a case outside the claim's assumptions, not evidence either way."""
@@ -52,13 +54,10 @@ class Check:
         return self.run(quick, self.statement if statement is None else statement)
 
     def fingerprint(self, quick: bool) -> str:
-        """Changes when the code of the check's module or the mode changes (the cache key).
-
-        Changes elsewhere (e.g. in ``sim``) are not seen: delete ``<out>/cache`` (and ``<out>/runs``)
-        after changing the simulator.
-        """
+        """The cache key: changes with the check's module, the mode, or any source of ``bounds/`` or
+        ``sim/`` (a changed formula or simulator must not serve a stale verdict)."""
         source = inspect.getsource(inspect.getmodule(self.run))
-        return hashlib.sha256(f"{source}|quick={quick}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{source}|{library_digest()}|quick={quick}".encode()).hexdigest()[:16]
 
 
 def combined(verdicts: list[str]) -> str:
@@ -68,6 +67,16 @@ def combined(verdicts: list[str]) -> str:
     if "violated" in verdicts:
         return "violated"
     return "holds" if all(v == "holds" for v in verdicts) else "inconclusive"
+
+
+@functools.cache
+def library_digest() -> str:
+    """One hash of every source file of ``bounds`` and ``sim`` (what every check's result depends on)."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(p for package in ("bounds", "sim") for p in (root / package).rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 CHECKS: dict[str, Check] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds.serialize import jsonable
+from paper_checks.context import CheckContext, using
 from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
 __all__ = ["run_checks", "write_report"]
@@ -68,23 +69,19 @@ def run_checks(
     ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
     ``progress(i, total, result)`` is called after each check.
     """
-    import paper_checks.experiments
-
     load_checks()
     unknown = [i for i in ids or [] if i not in CHECKS]
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
-    paper_checks.experiments.OUT[0] = out / "runs"
-    paper_checks.experiments.CIFAR_DIR[0] = cifar_dir
-    paper_checks.experiments.DEVICE[0] = device
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
     results = []
-    for i, chk in enumerate(chosen, 1):
-        results.append(run_one(chk, quick, cache_dir))
-        if progress:
-            progress(i, len(chosen), results[-1])
+    with using(CheckContext(runs=out / "runs", device=device, cifar_dir=cifar_dir)):
+        for i, chk in enumerate(chosen, 1):
+            results.append(run_one(chk, quick, cache_dir))
+            if progress:
+                progress(i, len(chosen), results[-1])
     return results
 
 

@@ -11,10 +11,10 @@ from bounds import consensus_op_norm, eta_max, make_graph, mixing_matrix, spectr
 from bounds import proof_sums as ps
 from bounds.cdfl_formulas import choco_gamma, choco_p
 from bounds.compression import QSGD, Gossip, Identity, RandK, TopK
-from bounds.drift import local_step_mask
 from bounds.monotonicity import drift_monotonicity
 from bounds.proposition2 import cdfl_bound
 from bounds.quadratic import exact_quadratic_dfl
+from bounds.schedule import local_step_mask
 from bounds.topologies import quasi_ring, ring
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import (

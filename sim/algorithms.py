@@ -23,7 +23,7 @@ import torch
 
 from bounds import InputError
 from bounds.compression import Compressor, Identity
-from bounds.drift import local_step_mask
+from bounds.schedule import local_step_mask
 from sim.compressors import compress_rows
 
 __all__ = [

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from bounds import InputError
 from bounds.serialize import jsonable
+from sim.errors import SimulationError
 from sim.runner import RunConfig, automatic_threads, run
 
 __all__ = ["main"]
@@ -71,7 +72,6 @@ _HELP = {
     "threads": "torch threads (default: the free cores: affinity less the load average; "
     "OMP_NUM_THREADS wins)",
 }
-HIDDEN = ("fault",)  # testing only
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,8 +87,7 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
             continue
         base = str(f.type).split(" | ")[0]  # annotations are strings: "int", "float | None", ...
         kind = {"int": int, "float": float}.get(base, str)
-        text = argparse.SUPPRESS if f.name in HIDDEN else _HELP[f.name]
-        p.add_argument(flag, type=kind, default=None, help=text)
+        p.add_argument(flag, type=kind, default=None, help=_HELP[f.name])
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -192,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
         return 2
+    except SimulationError as exc:  # the run itself failed (its checkpoint allows --resume)
+        print(f"dfl-sim: error: {exc}", file=sys.stderr)
+        return 1
     if not out:  # a non-zero torchrun rank: rank 0 reports
         return 0
     if args.json:

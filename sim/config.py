@@ -18,7 +18,7 @@ __all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "RunConfig", "fingerprint"
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
 NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume
-    "out", "resume", "steps", "device", "backend", "world_size", "timeout", "fault", "log_every",
+    "out", "resume", "steps", "device", "backend", "world_size", "timeout", "log_every",
     "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip
 
@@ -66,7 +66,6 @@ class RunConfig:
     checkpoint_seconds: float = 60.0
     threads: int = 0
     allow_change: str = ""
-    fault: str | None = None  # testing only: "exit:STEP" or "hang:STEP" for the last distributed rank
 
     def validate(self) -> None:
         """Raise InputError naming the first bad value (types first, then ranges)."""
@@ -108,8 +107,6 @@ class RunConfig:
             raise InputError(
                 f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
             )
-        if self.fault is not None and not re.fullmatch(r"(exit|hang):\d+", self.fault):
-            raise InputError(f"fault = {self.fault!r} is malformed (expected 'exit:STEP' or 'hang:STEP')")
         if not self.timeout > 0:
             raise InputError(f"timeout = {self.timeout!r} is out of range (expected seconds > 0)")
         if self.lr_schedule not in ("constant", "cdfl"):

@@ -28,7 +28,6 @@ import datetime
 import json
 import os
 import socket
-import time
 from typing import Any
 
 import numpy as np
@@ -37,12 +36,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
-from bounds import InputError
 from bounds.compression import RandK, TopK
 from sim.algorithms import step_kinds
 from sim.compressors import compress_rows
 from sim.config import RunConfig
 from sim.engine import BatchSampler
+from sim.errors import SimulationError
+from sim.faults import install_fault
 from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare, prepare_out
 from sim.trainer import Trainer
@@ -243,26 +243,10 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
             gen=gen,
         )
         comm = Comm(rank, world, blocks, gossip)
-        if config.fault is not None and rank == world - 1:
-            kind, step = config.fault.split(":")
-            _fail_later(trainer, int(step), hang=kind == "hang", seconds=10 * config.timeout)
+        install_fault(trainer, rank == world - 1, config.timeout)  # tests only: $DFLKIT_TEST_FAULT
         run_loop(config, s, trainer, comm)
     finally:
         dist.destroy_process_group()
-
-
-def _fail_later(trainer: Trainer, step: int, *, hang: bool, seconds: float) -> None:
-    """Fault injection for tests: at ``step`` this process dies, or hangs for ``seconds``."""
-    original = trainer.step
-
-    def step_then_die() -> tuple[int, Any]:
-        if trainer.t >= step:
-            if hang:
-                time.sleep(seconds)
-            os._exit(3)
-        return original()
-
-    trainer.step = step_then_die  # type: ignore[method-assign]
 
 
 def _free_port() -> int:
@@ -291,7 +275,7 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
                 start_method="spawn",
             )
         except ProcessException as exc:
-            raise InputError(
+            raise SimulationError(
                 f"distributed run failed: {exc} (the other processes were stopped; "
                 "rerun with --resume to continue from the last checkpoint)"
             ) from None

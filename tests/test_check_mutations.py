@@ -20,6 +20,7 @@ import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
 from bounds import formulas as f
 from bounds import proof_sums as ps
+from paper_checks.context import CheckContext, using
 from paper_checks.registry import load_checks
 from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, scaled
 from paper_checks.theory import LEMMAS_5_6_7, PROOF_SUMS, paper_delta
@@ -141,8 +142,7 @@ def _fake_runs(configs: dict[str, dict], quick: bool) -> tuple[dict, dict]:
 def cheap(monkeypatch, tmp_path):
     """Shrunken settings for the expensive checks; fabricated losses for the experiments."""
     monkeypatch.setattr(experiments, "_runs", _fake_runs)
-    monkeypatch.setattr(experiments, "CIFAR_DIR", [str(tmp_path / "no-cifar-needed")])
-    monkeypatch.setattr(experiments, "OUT", [_shared_runs(tmp_path)])
+    context = CheckContext(runs=_shared_runs(tmp_path), device="cpu", cifar_dir=str(tmp_path / "no-cifar"))
     tiny = {"seeds": [0], "local_steps": 4, "eval_samples": 8, "grad_every": 1, "hessian_samples": 16}
     tiny |= {"hessian_iters": 3, "eta": 0.05, "batch_size": 32}
     monkeypatch.setattr(drift, "_cnn_settings", lambda quick: tiny)
@@ -155,6 +155,8 @@ def cheap(monkeypatch, tmp_path):
         "topologies": ["complete", "ring"],
     }
     monkeypatch.setattr(repair, "_grid", lambda quick: grid)
+    with using(context):
+        yield
 
 
 _RUNS: list = []

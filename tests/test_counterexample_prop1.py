@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bounds import dfl_bound, eta_max
-from bounds.drift import local_step_mask
+from bounds.schedule import local_step_mask
 
 
 def gradient_norm_average(tau1: int, tau2: int, K: int, eta: float, C: np.ndarray, w0: float = 1.0) -> float:

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from bounds import InputError
+from sim.errors import SimulationError
+from sim.faults import FAULT_ENV
 from sim.runner import RunConfig, run
 
 
@@ -54,22 +56,23 @@ def test_two_processes_match_one_after_50_steps(tiny, tmp_path, algorithm, extra
 
 
 @pytest.mark.parametrize("extra", [{}, {"algorithm": "cdfl", "compressor": "top_k", "compressor_param": 5}])
-def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra) -> None:
+def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra, monkeypatch) -> None:
     """C-DFL also restores each rank's x_hat rows and its neighbours' replicas from the checkpoint."""
     start = time.perf_counter()
-    with pytest.raises(InputError, match=r"distributed run failed: .*rerun with --resume"):
+    monkeypatch.setenv(FAULT_ENV, "exit:25")
+    with pytest.raises(SimulationError, match=r"distributed run failed: .*rerun with --resume"):
         run(
             base(
                 tiny,
                 tmp_path / "f",
                 backend="distributed",
                 world_size=2,
-                fault="exit:25",
                 timeout=20,
                 **extra,
             )
         )
     assert time.perf_counter() - start < 60
+    monkeypatch.delenv(FAULT_ENV)
     resumed = run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True, **extra))
     run(base(tiny, tmp_path / "c", **extra))
     assert resumed["steps"] == 50
@@ -77,10 +80,11 @@ def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra) -> 
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
 
 
-def test_a_hanging_process_makes_the_others_fail_after_the_timeout(tiny, tmp_path) -> None:
+def test_a_hanging_process_makes_the_others_fail_after_the_timeout(tiny, tmp_path, monkeypatch) -> None:
     start = time.perf_counter()
-    with pytest.raises(InputError, match=r"distributed run failed"):
-        run(base(tiny, tmp_path / "h", backend="distributed", world_size=2, fault="hang:25", timeout=5))
+    monkeypatch.setenv(FAULT_ENV, "hang:25")
+    with pytest.raises(SimulationError, match=r"distributed run failed"):
+        run(base(tiny, tmp_path / "h", backend="distributed", world_size=2, timeout=5))
     assert time.perf_counter() - start < 45  # timeout 5 s; the hung process would sleep 50 s
 
 

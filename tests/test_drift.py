@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from bounds import formulas as f
 from bounds import make_graph, mixing_matrix, spectral_summary, zeta
-from bounds.drift import local_step_mask, noise_drift
+from bounds.drift import noise_drift
 from bounds.quadratic import exact_quadratic_dfl
+from bounds.schedule import local_step_mask
 from bounds.topologies import quasi_ring, ring
 
 MATRICES = {

@@ -110,7 +110,7 @@ def test_fault_flag_is_hidden_and_every_flag_has_help(capsys) -> None:
     with pytest.raises(SystemExit):
         sim_main(["run", "--help"])
     text = capsys.readouterr().out
-    assert "--fault" not in text and "default None" not in text
+    assert "--fault" not in text and "default None" not in text  # fault injection is an env hook
     assert "--resume" in text and "continue from the checkpoint" in text
 
 
@@ -199,7 +199,7 @@ def test_first_checkpoint_by_time(tiny, tmp_path, monkeypatch) -> None:
     out = tmp_path / "run"
     cfg = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=40, log_every=40, eval_samples=30,
                     batch_size=8, partition="iid", out=str(out), checkpoint_every=10**6,
-                    checkpoint_seconds=1e-9, eta=0.1, fault=None)  # fmt: skip
+                    checkpoint_seconds=1e-9, eta=0.1)  # fmt: skip
     seen: list[float] = []
     real = os.replace
 
@@ -268,3 +268,17 @@ def test_dfl_check_refuses_an_unwritable_out(capsys, tmp_path) -> None:
     afile.write_text("")
     assert check_main(["--only", "zeta-values", "--out", str(afile / "sub")]) == 2
     assert "is not a writable folder" in capsys.readouterr().err
+
+
+def test_a_failed_run_is_exit_1_with_one_line(capsys, monkeypatch) -> None:
+    """A simulator failure (SimulationError) is not a bad input: exit 1, one line, no traceback."""
+    import sim.cli
+    from sim.errors import SimulationError
+
+    def fail(config, progress=None):
+        raise SimulationError("distributed run failed: process 1 exited (rerun with --resume)")
+
+    monkeypatch.setattr(sim.cli, "run", fail)
+    assert sim_main(["run", "--steps", "4"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rerun with --resume" in err

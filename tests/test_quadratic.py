@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bounds import mixing_matrix
-from bounds.drift import local_step_mask
 from bounds.quadratic import exact_quadratic_dfl
+from bounds.schedule import local_step_mask
 from bounds.topologies import quasi_ring
 
 

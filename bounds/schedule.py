@@ -1,0 +1,27 @@
+"""The step schedule of Algorithm 1: which of the T steps are local SGD steps and which gossip steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bounds._checks import real_array
+
+__all__ = ["local_step_mask"]
+
+
+def local_step_mask(tau1: int, tau2: int, T: int) -> np.ndarray:
+    """Boolean mask over steps t = 1..T: True for a local SGD step, False for a gossip step.
+
+    Algorithm 1: K = floor(T / tau) rounds of tau1 local then tau2 gossip steps,
+    then T - K tau local steps.
+
+    >>> local_step_mask(2, 1, 7).astype(int).tolist()
+    [1, 1, 0, 1, 1, 0, 1]
+    """
+    t1 = int(real_array("tau1", tau1, low=1, integer=True))
+    t2 = int(real_array("tau2", tau2, low=0, integer=True))
+    n = int(real_array("T", T, low=1, integer=True))
+    tau = t1 + t2
+    t = np.arange(n)
+    rounds = n // tau
+    return ((t % tau) < t1) | (t >= rounds * tau)

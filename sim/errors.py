@@ -1,0 +1,9 @@
+"""The simulator's own failure: a run that could not finish (not a bad input, which is ``InputError``)."""
+
+from __future__ import annotations
+
+__all__ = ["SimulationError"]
+
+
+class SimulationError(RuntimeError):
+    """A run stopped by a failure of its processes (one died or hung); ``--resume`` continues it."""

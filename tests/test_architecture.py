@@ -1,0 +1,69 @@
+"""The package structure: no import circles, no private names across modules, every module imports."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bounds", "sim", "paper_checks", "plots")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            found[name] = path
+    return found
+
+
+def _imports(modules: dict[str, Path]) -> tuple[nx.DiGraph, list[tuple[str, str, str]]]:
+    """Every import between project modules (module level and inside functions), and private names."""
+    graph, private = nx.DiGraph(), []
+    for name, path in modules.items():
+        graph.add_node(name)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    target = full if full in modules else node.module
+                    if target != name:
+                        graph.add_edge(name, target)
+                    if alias.name.startswith("_") and full not in modules:
+                        private.append((name, node.module, alias.name))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in PACKAGES and alias.name != name:
+                        graph.add_edge(name, alias.name)
+    return graph, private
+
+
+def test_no_import_circles_and_no_private_names_across_modules() -> None:
+    graph, private = _imports(_modules())
+    assert graph.number_of_edges() > 50  # the walk sees the imports
+    assert list(nx.simple_cycles(graph)) == []
+    assert private == []
+
+
+def test_the_walk_sees_a_circle() -> None:
+    """The detector itself: a two-module circle is found."""
+    graph = nx.DiGraph([("a", "b"), ("b", "a")])
+    assert [sorted(c) for c in nx.simple_cycles(graph)] == [["a", "b"]]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in _modules() if not n.endswith("__main__")))
+def test_every_module_imports(name: str) -> None:
+    importlib.import_module(name)
+
+
+def test_bounds_never_imports_torch() -> None:
+    graph, _ = _imports(_modules())
+    for name, path in _modules().items():
+        if name.startswith("bounds"):
+            assert "import torch" not in path.read_text(), name
+    assert not any(t.startswith("sim") for s, t in graph.edges if s.startswith("bounds"))
