@@ -31,36 +31,74 @@ __all__ = [
     "BOTH",
     "GOSSIP",
     "LOCAL",
+    "Algorithm",
     "ChocoGossip",
     "ExactGossip",
+    "algorithm",
     "resolve_schedule",
     "sparse_mixing",
     "step_kinds",
 ]
 
 LOCAL, GOSSIP, BOTH = 0, 1, 2
-ALGORITHMS = ("dfl", "cdfl", "dsgd", "csgd", "sync", "local")
 
 
-def resolve_schedule(algorithm: str, tau1: int, tau2: int) -> tuple[int, int, bool]:
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm of Section III as a record (what used to be string branches on its name).
+
+    ``tau1`` / ``tau2``: the schedule it fixes (None: the user's value); ``uses_J``: it mixes with
+    exact averaging J instead of C; ``compressed``: CHOCO-G gossip with a compressor (Section V);
+    ``simultaneous``: every step is a local and a gossip step at once (D-SGD).
+    """
+
+    name: str
+    description: str
+    tau1: int | None = None
+    tau2: int | None = None
+    uses_J: bool = False
+    compressed: bool = False
+    simultaneous: bool = False
+
+    @property
+    def has_drift_bound(self) -> bool:
+        """Whether eq. (103)'s drift bound describes it (exact gossip, separate local and gossip steps)."""
+        return not self.compressed and not self.simultaneous
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in (
+        Algorithm("dfl", "Algorithm 1: tau1 local SGD steps, then tau2 gossip steps"),
+        Algorithm("cdfl", "C-DFL (Section V): DFL with CHOCO-G compressed gossip", compressed=True),
+        Algorithm("dsgd", "D-SGD: a local and a gossip step at once", tau1=1, tau2=1, simultaneous=True),
+        Algorithm("csgd", "C-SGD: tau1 local steps, then one gossip step", tau2=1),
+        Algorithm(
+            "sync", "synchronous SGD: one local step, then exact averaging", tau1=1, tau2=1, uses_J=True
+        ),
+        Algorithm("local", "local SGD: tau1 local steps, then exact averaging", tau2=1, uses_J=True),
+    )
+}
+
+
+def algorithm(name: str) -> Algorithm:
+    """The record of an algorithm by name."""
+    if name not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {name!r} (expected one of: {', '.join(ALGORITHMS)})")
+    return ALGORITHMS[name]
+
+
+def resolve_schedule(name: str, tau1: int, tau2: int) -> tuple[int, int, bool]:
     """(tau1, tau2, uses J) for an algorithm, with clear errors for impossible combinations."""
-    if algorithm not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {algorithm!r} (expected one of: {', '.join(ALGORITHMS)})")
+    record = algorithm(name)
     if tau1 < 1:
         raise InputError(f"tau1 = {tau1} is out of range (expected tau1 >= 1)")
     if tau2 < 0:
         raise InputError(f"tau2 = {tau2} is out of range (expected tau2 >= 0)")
-    if algorithm == "csgd":
-        return tau1, 1, False
-    if algorithm == "sync":
-        return 1, 1, True
-    if algorithm == "local":
-        return tau1, 1, True
-    if algorithm == "dsgd":
-        return 1, 1, False
-    if tau2 == 0:
-        raise InputError(f"tau2 = 0 never gossips (algorithm {algorithm!r} expected tau2 >= 1)")
-    return tau1, tau2, False
+    tau1 = record.tau1 if record.tau1 is not None else tau1
+    if record.tau2 is None and tau2 == 0:
+        raise InputError(f"tau2 = 0 never gossips (algorithm {name!r} expected tau2 >= 1)")
+    return tau1, record.tau2 if record.tau2 is not None else tau2, record.uses_J
 
 
 def sparse_mixing(
@@ -90,9 +128,9 @@ def sparse_mixing(
         )
 
 
-def step_kinds(algorithm: str, tau1: int, tau2: int, T: int) -> np.ndarray:
+def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:
     """The kind (LOCAL, GOSSIP or BOTH) of each step t = 1..T."""
-    if algorithm == "dsgd":
+    if algorithm(name).simultaneous:
         return np.full(T, BOTH, dtype=np.int8)
     return np.where(local_step_mask(tau1, tau2, T), LOCAL, GOSSIP).astype(np.int8)
 

@@ -11,6 +11,7 @@ import torch
 
 from bounds import InputError
 from sim.algorithms import (
+    algorithm,
     resolve_schedule,
 )
 
@@ -113,7 +114,7 @@ class RunConfig:
             raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
         if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
             raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
-        if self.algorithm != "cdfl" and self.compressor != "identity":
+        if not algorithm(self.algorithm).compressed and self.compressor != "identity":
             raise InputError(
                 f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
             )

@@ -37,7 +37,7 @@ import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
 from bounds.compression import RandK, TopK
-from sim.algorithms import step_kinds
+from sim.algorithms import algorithm, step_kinds
 from sim.compressors import compress_rows
 from sim.config import RunConfig
 from sim.engine import BatchSampler
@@ -226,7 +226,12 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         gossip = DistributedGossip(
-            s.C, blocks, rank, choco=config.algorithm == "cdfl", gamma=config.gamma, compressor=s.compressor
+            s.C,
+            blocks,
+            rank,
+            choco=algorithm(config.algorithm).compressed,
+            gamma=config.gamma,
+            compressor=s.compressor,
         )
         gen = torch.Generator().manual_seed(config.seed + 2 + 1000 * rank)
         sampler = RowSampler(BatchSampler(s.parts, config.batch_size, config.seed, s.device), own)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from bounds._checks import InputError
-from sim.algorithms import LOCAL
+from sim.algorithms import ALGORITHMS, LOCAL, algorithm
 from sim.config import RunConfig
 from sim.engine import Stack
 from sim.setup import build_trainer, prepare
@@ -154,8 +154,9 @@ def probe_drift(
     ``grad_every = k`` measures ||grad F(X_s)||_F^2 at every k-th local step only (the others stay
     NaN); :meth:`DriftProbe.local_grad_sum` then scales the measured ones up to all local steps.
     """
-    if config.algorithm not in ("dfl", "csgd", "sync", "local"):
-        raise InputError(f"algorithm {config.algorithm!r} has no (103) (expected dfl, csgd, sync or local)")
+    if not algorithm(config.algorithm).has_drift_bound:
+        described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
+        raise InputError(f"algorithm {config.algorithm!r} has no (103) (expected {described})")
     if isinstance(grad_every, bool) or not isinstance(grad_every, int) or grad_every < 1:
         raise InputError(f"grad_every = {grad_every!r} is not a positive integer (expected >= 1)")
     s = prepare(config)

@@ -23,6 +23,7 @@ from bounds.mixing import check_mixing_matrix, topology_matrix
 from sim.algorithms import (
     ChocoGossip,
     ExactGossip,
+    algorithm,
     resolve_schedule,
     sparse_mixing,
     step_kinds,
@@ -227,7 +228,8 @@ def build_trainer(config: RunConfig, s: Setup) -> Trainer:
         C = sparse_mixing(s.C, device=s.device)
     else:
         C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
-    gossip = ChocoGossip(C, config.gamma, s.compressor) if config.algorithm == "cdfl" else ExactGossip(C)
+    choco = algorithm(config.algorithm).compressed
+    gossip = ChocoGossip(C, config.gamma, s.compressor) if choco else ExactGossip(C)
     gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)
     return Trainer(
         s.stack,
