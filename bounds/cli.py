@@ -26,10 +26,11 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from bounds import symbolic
 from bounds._checks import InputError
+from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.compare import compare_methods
 from bounds.compression import COMPRESSORS, make_compressor
 from bounds.mixing import RULES, topology_matrix
@@ -42,13 +43,6 @@ from bounds.spectral import SpectralSummary, spectral_summary, zeta
 from bounds.topologies import TOPOLOGIES
 
 __all__ = ["main"]
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line and exits 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _spectrum(args: argparse.Namespace) -> tuple[SpectralSummary, float]:
@@ -337,13 +331,13 @@ def _add_cdfl(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--dim", type=int, help="model dimension d")
 
 
-def _build_parser() -> _Parser:
-    parser = _Parser(
+def _build_parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="dfl-bounds",
         description="Bounds of the DFL paper: topologies, spectra, "
         "Propositions 1 and 2, budget optimisation.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     topo = _command(sub, "topology", "zeta, rho, beta of a topology", _cmd_topology)
     topo.add_argument("name", help=f"one of {', '.join(TOPOLOGIES)}, edges:PATH or matrix:PATH")
@@ -420,34 +414,6 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _table(out: dict[str, Any]) -> str:
-    names = [f"{k}.{sub}" for k, v in out.items() if isinstance(v, dict) for sub in v] + list(out)
-    width = max(len(k) for k in names)
-    lines = []
-    for key, value in out.items():
-        if isinstance(value, dict):
-            lines.extend(f"{f'{key}.{k}':>{width}} : {_text(v)}" for k, v in value.items())
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            lines.append(f"{key:>{width}} :")
-            lines.extend(" " * 2 + line for line in _rows(value))
-        else:
-            lines.append(f"{key:>{width}} : {_text(value)}")
-    return "\n".join(lines)
-
-
-def _rows(rows: list[dict[str, Any]]) -> list[str]:
-    """Rows of dicts as an aligned table: a header of keys, then one line per row."""
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    cells = [[_text(row.get(k, "")) for k in keys] for row in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    line = lambda values: "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))  # noqa: E731
-    return [line(keys), *(line(c) for c in cells)]
-
-
-def _text(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-bounds`` / ``python -m bounds``; returns the exit code."""
     parser = _build_parser()
@@ -462,5 +428,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.json:
         print(json.dumps(jsonable(out), allow_nan=False))
     else:
-        print(_table(out))
+        print(key_value_table(out))
     return 0

@@ -7,26 +7,20 @@ Exit code 0 when the checks ran, whatever they found; 2 for bad arguments.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
+from bounds.cli_tools import OneLineParser
 from paper_checks.report import run_checks, write_report
 
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-check`` / ``python -m paper_checks``."""
-    parser = _Parser(prog="dfl-check", description="Check the DFL paper's claims against computation.")
+    parser = OneLineParser(prog="dfl-check", description="Check the DFL paper's claims against computation.")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="reduced grids (default)")
     mode.add_argument("--full", action="store_true", help="the full grids")

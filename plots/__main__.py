@@ -8,15 +8,14 @@ unwritable output are one-line errors (exit 2).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import pandas as pd
 
 from bounds import InputError
+from bounds.cli_tools import OneLineParser
 from plots.figures import RUN_PANELS, run_curves, save
 
 IGNORED_SETTINGS = (
@@ -28,11 +27,6 @@ IGNORED_SETTINGS = (
     "checkpoint_seconds",
     "timeout",
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def read_metrics(folder: Path, x: str) -> pd.DataFrame:
@@ -79,7 +73,7 @@ def labels(folders: list[Path]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
+    parser = OneLineParser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
     parser.add_argument("runs", nargs="+", help="run folders (each with metrics.csv)")
     parser.add_argument("--x", choices=("step", "model_time"), default="step", help="horizontal axis")
     parser.add_argument("--out", help="output file (default RUN_DIR/curves.png and .pdf)")

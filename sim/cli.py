@@ -18,9 +18,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from bounds import InputError
+from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
 from sim.errors import SimulationError
 from sim.runner import RunConfig, automatic_threads, run
@@ -72,11 +73,6 @@ _HELP = {
     "threads": "torch threads (default: the free cores: affinity less the load average; "
     "OMP_NUM_THREADS wins)",
 }
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
@@ -162,9 +158,11 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="dfl-sim", description="Decentralized FL simulator (vectorised across nodes).")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+def _parser() -> OneLineParser:
+    parser = OneLineParser(
+        prog="dfl-sim", description="Decentralized FL simulator (vectorised across nodes)."
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run one experiment (no flags: quick paper MNIST ring run)")
     r.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
     _add_config_flags(r)
@@ -199,13 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(jsonable(out), allow_nan=False))
     else:
-        width = max(len(k) for k in out)
-        print(
-            "\n".join(
-                f"{k:>{width}} : {v:.6g}" if isinstance(v, float) else f"{k:>{width}} : {v}"
-                for k, v in out.items()
-            )
-        )
+        print(key_value_table(out))
         if "out_dir" in out:
             print(
                 f"results: {out['out_dir']}/metrics.csv (one row per logged step), config.json, summary.json"

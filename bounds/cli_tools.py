@@ -1,0 +1,48 @@
+"""What the four command-line tools share: an argument parser that fails in one line, and tables.
+
+``dfl-bounds``, ``dfl-sim``, ``dfl-check`` and ``dfl-plot`` report a bad argument as
+``PROG: error: MESSAGE`` on one line and exit 2 (argparse's default prints the usage first).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+__all__ = ["OneLineParser", "key_value_table", "rows_table"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def text(value: Any) -> str:
+    """A value as the tables print it (floats with 6 significant digits)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def rows_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows of dicts as an aligned table: a header of keys, then one line per row."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    cells = [[text(row.get(k, "")) for k in keys] for row in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    return ["  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True)) for values in [keys, *cells]]
+
+
+def key_value_table(out: dict[str, Any]) -> str:
+    """A result as right-aligned ``key : value`` lines; nested dicts as ``key.sub``; row lists as tables."""
+    names = [f"{k}.{sub}" for k, v in out.items() if isinstance(v, dict) for sub in v] + list(out)
+    width = max(len(k) for k in names)
+    lines = []
+    for key, value in out.items():
+        if isinstance(value, dict):
+            lines.extend(f"{f'{key}.{k}':>{width}} : {text(v)}" for k, v in value.items())
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            lines.append(f"{key:>{width}} :")
+            lines.extend(" " * 2 + line for line in rows_table(value))
+        else:
+            lines.append(f"{key:>{width}} : {text(value)}")
+    return "\n".join(lines)
