@@ -262,10 +262,18 @@ def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
             "or set DFLKIT_CIFAR10_DIR"
         )
     cfg = _cifar(quick)
+    claimed = [t for t in tau2_best_first if t in cfg["tau2s"]]
+    if len(claimed) < 2:
+        return Outcome(
+            "inconclusive",
+            f"the statement ranks {list(tau2_best_first)} but only {claimed} of them are run here "
+            f"(tau2 in {cfg['tau2s']}): nothing to compare.",
+            {"claimed": list(tau2_best_first), "run": cfg["tau2s"]},
+        )
     part = _fig6(
         quick,
         cfg["local_steps"],
-        [t for t in tau2_best_first if t in cfg["tau2s"]],
+        claimed,
         dataset="cifar10",
         data_dir=str(folder),
         eta=cfg["eta"],

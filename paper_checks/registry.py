@@ -54,27 +54,30 @@ class Check:
         return self.run(quick, self.statement if statement is None else statement)
 
     def fingerprint(self, quick: bool) -> str:
-        """The cache key: changes with the check's module, the mode, or any source of ``bounds/`` or
-        ``sim/`` (a changed formula or simulator must not serve a stale verdict)."""
+        """The cache key: changes with the check's module, the mode, the context (device, data) or any
+        source of ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a change)."""
+        from paper_checks.context import current
+
         source = inspect.getsource(inspect.getmodule(self.run))
-        return hashlib.sha256(f"{source}|{library_digest()}|quick={quick}".encode()).hexdigest()[:16]
+        key = f"{source}|{library_digest(('bounds', 'sim', 'paper_checks'))}|quick={quick}|{current()}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def combined(verdicts: list[str]) -> str:
-    """One verdict from parts: 'violated' if any part is, 'holds' if every part run holds, else
-    'inconclusive'; parts marked 'not run' are left out."""
+    """One verdict from parts: 'violated' if any part is, 'holds' if every part run holds (and at
+    least one ran), else 'inconclusive'; parts marked 'not run' are left out."""
     verdicts = [v for v in verdicts if v != "not run"]
     if "violated" in verdicts:
         return "violated"
-    return "holds" if all(v == "holds" for v in verdicts) else "inconclusive"
+    return "holds" if verdicts and all(v == "holds" for v in verdicts) else "inconclusive"
 
 
 @functools.cache
-def library_digest() -> str:
-    """One hash of every source file of ``bounds`` and ``sim`` (what every check's result depends on)."""
+def library_digest(packages: tuple[str, ...] = ("bounds", "sim")) -> str:
+    """One hash of every source file of ``packages`` (by default what every simulation depends on)."""
     digest = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
-    for path in sorted(p for package in ("bounds", "sim") for p in (root / package).rglob("*.py")):
+    for path in sorted(p for package in packages for p in (root / package).rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

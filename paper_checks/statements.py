@@ -7,6 +7,7 @@ deliberately wrong one to see it come out ``violated`` (tests/test_check_mutatio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,9 @@ def scaled(bound: Bound, factor: float) -> Bound:
 
 
 def ratio(lhs: float, rhs: float) -> float:
-    """lhs / rhs, inf where the bound is 0 and the left side is not."""
+    """lhs / rhs, inf where the bound is 0 and the left side is not, NaN where a side is NaN."""
+    if math.isnan(lhs) or math.isnan(rhs):
+        return math.nan
     if rhs > 0:
         return lhs / rhs
     return 0.0 if lhs <= 0 else float("inf")
@@ -101,20 +104,19 @@ def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) ->
     """Evaluate ``bound`` on exact cells (each row has 'cell', 'lhs_all', 'lhs_local').
 
     Adds 'lhs', 'rhs', 'ratio' to every row (the left side the bound names) and returns the
-    verdict: 'violated' if some left side exceeds its bound by more than ``rtol`` (relative).
+    verdict: 'violated' if some left side exceeds its bound by more than ``rtol`` (relative),
+    'inconclusive' if a side is NaN somewhere (and nothing is violated), else 'holds'.
     """
     for r in rows:
         r["lhs"] = r["lhs_all"] if bound.over == "all" else r["lhs_local"]
         r["rhs"] = float(bound.rhs(r["cell"]))
         r["ratio"] = ratio(r["lhs"], r["rhs"])
     bad = [r for r in rows if r["lhs"] > r["rhs"] * (1 + rtol)]
-    worst = max(rows, key=lambda r: r["ratio"])
-    return {
-        "status": "violated" if bad else "holds",
-        "cells": len(rows),
-        "violations": len(bad),
-        "worst": worst,
-    }
+    undefined = [r for r in rows if math.isnan(r["lhs"]) or math.isnan(r["rhs"])]  # no verdict there
+    worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
+    status = "violated" if bad else "inconclusive" if undefined or not rows else "holds"
+    return {"status": status, "cells": len(rows), "violations": len(bad), "undefined": len(undefined),
+            "worst": worst}  # fmt: skip
 
 
 def public_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

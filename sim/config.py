@@ -19,7 +19,7 @@ __all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "RunConfig", "fingerprint"
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
 NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume
-    "out", "resume", "steps", "device", "backend", "world_size", "timeout", "log_every",
+    "out", "resume", "steps", "backend", "world_size", "timeout", "log_every",
     "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip
 

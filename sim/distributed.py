@@ -44,7 +44,7 @@ from sim.engine import BatchSampler
 from sim.errors import SimulationError
 from sim.faults import install_fault
 from sim.loop import run_loop
-from sim.setup import Setup, learning_rate, prepare, prepare_out
+from sim.setup import Setup, learning_rate, prepare
 from sim.trainer import Trainer
 
 __all__ = ["DistributedGossip", "run_distributed"]
@@ -270,7 +270,9 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
             return {}  # only rank 0 reports
     else:
         world = config.world_size
-        prepare_out(config)  # a bad folder or resume is refused here, before any process starts
+        prepare(
+            config
+        )  # every input (data, matrix, folder, resume) is checked here, before any process starts
         try:
             mp.start_processes(
                 _worker,

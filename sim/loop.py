@@ -201,12 +201,10 @@ def run_loop(
     def save() -> None:
         X, hat = comm.full(trainer.X), {k: comm.full(v) for k, v in gossip.state().items()}
         if comm.is_main:
-            _save_checkpoint(
-                checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters, fingerprint(config)
-            )
+            saved = fingerprint(config) | {"steps": config.steps}
+            _save_checkpoint(checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters, saved)
         last_save[0] = time.perf_counter()
 
-    first_loss: list[float] = []
     try:
         if trainer.t == 0:
             log(None, "init")
@@ -216,9 +214,9 @@ def run_loop(
                 s.t_comm if kind in (GOSSIP, BOTH) else 0.0
             )
             counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-            if losses is not None and not first_loss:
-                first_loss.append(float(losses.mean()))
-            reason = _divergence(trainer.X, losses, first_loss, trainer.t, config.eta)
+            if losses is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
+                counters["first_loss"] = float(losses.mean())
+            reason = _divergence(trainer.X, losses, counters.get("first_loss"), trainer.t, config.eta)
             if comm.any(bool(reason)):  # every process stops together
                 message = (
                     reason or f"diverged at step {trainer.t} on another process (expected a smaller eta)"
@@ -273,7 +271,7 @@ def run_loop(
 DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
 
 
-def _divergence(X: torch.Tensor, losses: torch.Tensor | None, first: list[float], t: int, eta: float) -> str:
+def _divergence(X: torch.Tensor, losses: torch.Tensor | None, first: float | None, t: int, eta: float) -> str:
     """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a loss grown 1000-fold)."""
     if not bool(torch.isfinite(X).all()) or (losses is not None and not bool(torch.isfinite(losses).all())):
         return (
@@ -281,9 +279,9 @@ def _divergence(X: torch.Tensor, losses: torch.Tensor | None, first: list[float]
             f"than {eta})"
         )
     now = float(losses.mean()) if losses is not None else 0.0
-    if first and now > DIVERGENCE_FACTOR * max(first[0], 1e-3):
+    if first is not None and now > DIVERGENCE_FACTOR * max(first, 1e-3):
         return (
-            f"diverged at step {t}: the mini-batch loss grew from {first[0]:.4g} to {now:.4g} (more than "
+            f"diverged at step {t}: the mini-batch loss grew from {first:.4g} to {now:.4g} (more than "
             f"{DIVERGENCE_FACTOR:g} times; expected a smaller eta than {eta})"
         )
     return ""

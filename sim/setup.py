@@ -192,11 +192,13 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
             "run without --resume to start a new one)"
         )
     try:
-        saved = torch.load(checkpoint, weights_only=False).get("config")
+        state = torch.load(checkpoint, weights_only=False)
     except Exception as exc:  # a truncated or foreign file: say which
         raise InputError(f"resume: {str(checkpoint)!r} is not a readable checkpoint ({exc})") from None
+    saved = state.get("config")
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
+    _check_steps(config, saved, int(state["t"]))
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:
@@ -205,6 +207,24 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
         hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        )
+
+
+def _check_steps(config: RunConfig, saved: dict[str, Any], t: int) -> None:
+    """A new --steps may only extend the run: the t steps taken must keep their kind (local / gossip)."""
+    if "steps" not in saved or saved["steps"] == config.steps:
+        return
+    if config.steps < t:
+        raise InputError(
+            f"resume: steps = {config.steps} but the checkpoint is at step {t} (expected steps >= {t})"
+        )
+    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    before = step_kinds(config.algorithm, tau1, tau2, saved["steps"])[:t]
+    if not (before == step_kinds(config.algorithm, tau1, tau2, config.steps)[:t]).all():
+        raise InputError(
+            f"resume: steps = {saved['steps']} -> {config.steps} changes the kind of steps already taken "
+            f"(the last, partial round of T = {saved['steps']} is all local steps; expected a T that keeps "
+            "them, e.g. a whole number of rounds)"
         )
 
 

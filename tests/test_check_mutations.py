@@ -184,3 +184,8 @@ def test_the_default_statement_is_the_papers() -> None:
     assert CHECKS["prop1-candidate-repair"].statement is REPAIR
     assert CHECKS["assumption2"].statement is paper_delta
     assert np.isclose(CHECKS["lemma13-conditions"].statement(10.0), 160.0)
+
+
+def test_a_ranking_of_runs_not_made_is_inconclusive(cheap) -> None:
+    """fig6-cifar runs tau2 = 15 and 1 in quick mode: a statement about (4, 15) has nothing to compare."""
+    assert CHECKS["fig6-cifar"](True, (4, 15)).status == "inconclusive"

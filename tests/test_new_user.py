@@ -282,3 +282,33 @@ def test_a_failed_run_is_exit_1_with_one_line(capsys, monkeypatch) -> None:
     assert sim_main(["run", "--steps", "4"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "rerun with --resume" in err
+
+
+def test_resume_may_extend_steps_only_when_the_steps_taken_keep_their_kind(capsys, tiny, tmp_path) -> None:
+    """tau1 = tau2 = 4: T = 14 ends with two local steps (13, 14) that T = 20 would make gossip steps."""
+    import torch
+
+    out = tmp_path / "run"
+    base = _base(tiny, out)
+    assert (
+        sim_main([*base[: base.index("--steps")], "--steps", "14", *base[base.index("--steps") + 2 :]]) == 0
+    )
+    capsys.readouterr()
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    assert "first_loss" in state["counters"]  # the divergence reference survives a resume
+    err = _one_line_error(capsys, [*base, "--steps", "20", "--resume"])
+    assert "changes the kind of steps already taken" in err
+    err = _one_line_error(capsys, [*base, "--steps", "10", "--resume"])
+    assert "the checkpoint is at step 14" in err
+
+
+def test_verdicts_need_evidence() -> None:
+    """No parts, or a NaN side, is never 'holds'."""
+    from paper_checks.registry import combined
+    from paper_checks.statements import PROPOSITION_1, Cell, judge_cells
+
+    assert combined([]) == "inconclusive" and combined(["not run"]) == "inconclusive"
+    cell = Cell(0.1, 1.0, 0.0, 2, 1, 1, 0.0, 1, 1.0)
+    assert judge_cells([{"cell": cell, "lhs_all": float("nan"), "lhs_local": 0.0}], PROPOSITION_1)[
+        "status"
+    ] == ("inconclusive")
