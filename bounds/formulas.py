@@ -34,6 +34,9 @@ import sympy
 
 __all__ = [
     "candidate_local_step_bound",
+    "drift_factor",
+    "drift_factor_corrected",
+    "drift_factor_repaired",
     "eta_condition_lhs",
     "eta_max",
     "eta_max_from_quadratic",
@@ -63,9 +66,25 @@ def sync_sgd_term(eta: Any, L: Any, sigma2: Any, N: Any, T: Any, gap: Any) -> An
     return 2 * gap / (eta * T) + eta * L * sigma2 / N
 
 
+def drift_factor(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """D of eq. (upper-bound)'s local-drift part 2 eta^2 L^2 sigma^2 D: tau1 / (1 - zeta^(2 tau2)) - 1."""
+    return tau1 / (1 - zeta ** (2 * tau2)) - 1
+
+
+def drift_factor_corrected(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """D of our corrected noise term (:func:`local_drift_term_corrected`): tau1 / (1 - zeta^(2 tau2))."""
+    return tau1 / (1 - zeta ** (2 * tau2))
+
+
+def drift_factor_repaired(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """D of our repair (candidate_local_step_bound): tau1 q / (1 - q) + (tau1 - 1) / 2, q = zeta^(2 tau2)."""
+    q = zeta ** (2 * tau2)
+    return tau1 * q / (1 - q) + (tau1 - 1) / 2
+
+
 def local_drift_term(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """Local-drift part of eq. (upper-bound): 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1)."""
-    return 2 * eta**2 * L**2 * sigma2 * (tau1 / (1 - zeta ** (2 * tau2)) - 1)
+    return 2 * eta**2 * L**2 * sigma2 * drift_factor(tau1, tau2, zeta)
 
 
 def upper_bound(
@@ -86,7 +105,7 @@ def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: A
     not (see :func:`bounds.drift.noise_drift`). Counting the gossip steps
     correctly gives at most tau1 N sigma^2 per step, hence this term.
     """
-    return 2 * eta**2 * L**2 * sigma2 * tau1 / (1 - zeta ** (2 * tau2))
+    return 2 * eta**2 * L**2 * sigma2 * drift_factor_corrected(tau1, tau2, zeta)
 
 
 def candidate_local_step_bound(
@@ -111,11 +130,10 @@ def candidate_local_step_bound(
     Steps (2)-(3) reuse the paper's bounds, which our checks did not find faulty at local steps;
     checked numerically by ``dfl-check`` (prop1-candidate-repair) and the tests.
     """
-    q = zeta ** (2 * tau2)
     return (
         2 * gap / (eta * K * tau1)
         + eta * L * sigma2 / N
-        + 2 * eta**2 * L**2 * sigma2 * (tau1 * q / (1 - q) + (tau1 - 1) / 2)
+        + 2 * eta**2 * L**2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
     )
 
 

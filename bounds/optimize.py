@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from bounds import formulas as f
 from bounds import proposition1
 from bounds._checks import InputError, real_array
 
@@ -152,8 +153,8 @@ def optimize_dfl(
 
     Args:
         L, sigma2, N, gap, zeta: the problem (as in :func:`bounds.dfl_bound`); gap > 0.
-        C: a mixing matrix (dense, sparse, or a name such as a path) instead of ``zeta``; its zeta
-            is computed (:func:`bounds.zeta`).
+        C: a mixing matrix (dense or scipy sparse) instead of ``zeta``; its zeta is computed
+            (:func:`bounds.zeta`).
         cost: seconds per local and per gossip step.
         budget_seconds, max_local_steps, max_gossip_steps: the budget; at least one.
         max_tau1, max_tau2: the grid.
@@ -189,11 +190,13 @@ def optimize_dfl(
     steps = rounds * (tau1 + tau2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
-        q = z ** (2 * tau2)
-        if bound == "repaired":
-            drift, counted = tau1 * q / (1 - q) + (tau1 - 1) / 2, rounds * tau1
-        else:
-            drift, counted = tau1 / (1 - q) - (1.0 if bound == "paper" else 0.0), steps
+        factor = {
+            "repaired": f.drift_factor_repaired,
+            "paper": f.drift_factor,
+            "corrected": f.drift_factor_corrected,
+        }
+        drift = factor[bound](tau1, tau2, z)
+        counted = rounds * tau1 if bound == "repaired" else steps  # the repair averages over local steps
         a = np.where(feasible, 2 * gap / np.where(feasible, counted, 1.0), np.inf)
         b = np.full(tau1.shape, L * sigma2 / N)
         c = 2 * L**2 * sigma2 * drift

@@ -74,10 +74,10 @@ class Comm:
             else None
         )
 
-    def any(self, flag: bool) -> bool:
-        t = torch.tensor([1.0 if flag else 0.0])
+    def any(self, *flags: bool) -> tuple[bool, ...]:
+        t = torch.tensor([1.0 if flag else 0.0 for flag in flags])
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return bool(t.item() > 0)
+        return tuple(bool(v > 0) for v in t.tolist())
 
     def restore_rows(self, full: torch.Tensor) -> torch.Tensor:
         return full[torch.as_tensor(self.blocks[self.rank])].clone()

@@ -65,8 +65,8 @@ class Comm(Protocol):
         """The full N x d matrix from this process's rows (on the main process)."""
         ...
 
-    def any(self, flag: bool) -> bool:
-        """Whether ``flag`` is true on any process (a collective)."""
+    def any(self, *flags: bool) -> tuple[bool, ...]:
+        """For each flag, whether it is true on any process (one collective for all of them)."""
         ...
 
     def restore_rows(self, full: torch.Tensor) -> torch.Tensor:
@@ -123,9 +123,9 @@ class Single:
         """The full N x d matrix from this process's rows."""
         return rows
 
-    def any(self, flag: bool) -> bool:
-        """Whether ``flag`` is true on any process."""
-        return flag
+    def any(self, *flags: bool) -> tuple[bool, ...]:
+        """For each flag, whether it is true on any process (here: this one)."""
+        return flags
 
     def restore_rows(self, full: torch.Tensor) -> torch.Tensor:
         """This process's rows of a full N x d matrix."""
@@ -214,10 +214,13 @@ def run_loop(
                 s.t_comm if kind in (GOSSIP, BOTH) else 0.0
             )
             counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-            if losses is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
-                counters["first_loss"] = float(losses.mean())
-            reason = _divergence(trainer.X, losses, counters.get("first_loss"), trainer.t, config.eta)
-            if comm.any(bool(reason)):  # every process stops together
+            loss = float(losses.mean()) if losses is not None else None  # once per step: a device sync
+            if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
+                counters["first_loss"] = loss
+            reason = _divergence(trainer.X, losses, loss, counters.get("first_loss"), trainer.t, config.eta)
+            due = time.perf_counter() - last_save[0] >= config.checkpoint_seconds
+            stop, due = comm.any(bool(reason), due)  # one collective a step: every process acts together
+            if stop:
                 message = (
                     reason or f"diverged at step {trainer.t} on another process (expected a smaller eta)"
                 )
@@ -225,12 +228,11 @@ def run_loop(
                 log(losses, PHASES[kind])
             if message:
                 break
-            due = time.perf_counter() - last_save[0] >= config.checkpoint_seconds
-            if trainer.t % config.checkpoint_every == 0 or comm.any(due):
+            if trainer.t % config.checkpoint_every == 0 or due:
                 counters["wall_time"] = time.perf_counter() - start
                 save()
             if progress:
-                progress(trainer.t, config.steps, float(losses.mean()) if losses is not None else None)
+                progress(trainer.t, config.steps, loss)
         counters["wall_time"] = time.perf_counter() - start
         if not message:
             save()
@@ -271,15 +273,17 @@ def run_loop(
 DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
 
 
-def _divergence(X: torch.Tensor, losses: torch.Tensor | None, first: float | None, t: int, eta: float) -> str:
-    """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a loss grown 1000-fold)."""
+def _divergence(
+    X: torch.Tensor, losses: torch.Tensor | None, now: float | None, first: float | None, t: int, eta: float
+) -> str:
+    """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a mean loss ``now`` grown
+    1000-fold over the ``first``)."""
     if not bool(torch.isfinite(X).all()) or (losses is not None and not bool(torch.isfinite(losses).all())):
         return (
             f"diverged at step {t}: the parameters or the loss became NaN or inf (expected a smaller eta "
             f"than {eta})"
         )
-    now = float(losses.mean()) if losses is not None else 0.0
-    if first is not None and now > DIVERGENCE_FACTOR * max(first, 1e-3):
+    if now is not None and first is not None and now > DIVERGENCE_FACTOR * max(first, 1e-3):
         return (
             f"diverged at step {t}: the mini-batch loss grew from {first:.4g} to {now:.4g} (more than "
             f"{DIVERGENCE_FACTOR:g} times; expected a smaller eta than {eta})"
