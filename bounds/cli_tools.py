@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["OneLineParser", "key_value_table", "rows_table"]
+from bounds._checks import InputError
+
+__all__ = ["OneLineParser", "key_value_table", "rows_table", "writable_folder"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -46,3 +49,16 @@ def key_value_table(out: dict[str, Any]) -> str:
         else:
             lines.append(f"{key:>{width}} : {text(value)}")
     return "\n".join(lines)
+
+
+def writable_folder(path: str | Path, what: str) -> Path:
+    """``path``, created if need be and checked writable by a probe file; else InputError naming ``what``."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{what} = {str(path)!r} is not a writable folder ({exc.strerror or exc})") from None
+    return folder

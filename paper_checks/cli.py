@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from bounds.cli_tools import OneLineParser
+from bounds import InputError
+from bounds.cli_tools import OneLineParser, writable_folder
 from paper_checks.report import run_checks, write_report
 
 __all__ = ["main"]
@@ -35,16 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
     args = parser.parse_args(argv)
     quick = not args.full
-    out = Path(args.out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".write-test").write_text("")
-        (out / ".write-test").unlink()
-    except OSError as exc:
-        print(
-            f"dfl-check: error: --out {args.out!r} is not a writable folder ({exc.strerror or exc})",
-            file=sys.stderr,
-        )
+        out = writable_folder(args.out, "--out")
+    except InputError as exc:
+        print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
 
     def done(i: int, total: int, r: dict) -> None:  # a line per check: long runs are not silent

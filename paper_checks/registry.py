@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +57,7 @@ class Check:
         source of ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a change)."""
         from paper_checks.context import current
 
-        source = inspect.getsource(inspect.getmodule(self.run))
-        key = f"{source}|{library_digest(('bounds', 'sim', 'paper_checks'))}|quick={quick}|{current()}"
+        key = f"{self.id}|{library_digest(('bounds', 'sim', 'paper_checks'))}|quick={quick}|{current()}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

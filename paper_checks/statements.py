@@ -114,7 +114,7 @@ def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) ->
     bad = [r for r in rows if r["lhs"] > r["rhs"] * (1 + rtol)]
     undefined = [r for r in rows if math.isnan(r["lhs"]) or math.isnan(r["rhs"])]  # no verdict there
     worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
-    status = "violated" if bad else "inconclusive" if undefined or not rows else "holds"
+    status = "violated" if bad else "inconclusive" if undefined else "holds"
     return {"status": status, "cells": len(rows), "violations": len(bad), "undefined": len(undefined),
             "worst": worst}  # fmt: skip
 

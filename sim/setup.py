@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from bounds import InputError
+from bounds.cli_tools import writable_folder
 from bounds.compression import make_compressor
 from bounds.mixing import check_mixing_matrix, topology_matrix
 from sim.algorithms import (
@@ -165,14 +166,7 @@ def prepare_out(config: RunConfig) -> Path:
     ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
     the old checkpoint, so they are removed.
     """
-    out = Path(config.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise InputError(f"out = {config.out!r} is not a writable folder ({exc.strerror or exc})") from None
+    out = writable_folder(config.out, "out")
     if config.resume:
         check_resumable(config, out / "checkpoint.pt")
     else:
