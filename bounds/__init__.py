@@ -7,32 +7,45 @@ Pure numpy / scipy / sympy; never imports torch. The main entry points:
 * spectra: :func:`zeta` (fast, Lanczos for large sparse C), :func:`spectral_summary`;
 * Proposition 1 (DFL): :func:`dfl_bound` (bound, ``bound_repaired``, terms, step-size conditions;
   arrays broadcast), :func:`bound_grid`, :func:`eta_max`; formulas written once for numpy and
-  sympy in :mod:`bounds.formulas` and :mod:`bounds.symbolic`;
+  sympy in :mod:`bounds.dfl.formulas` and :mod:`bounds.dfl.symbolic`;
 * the best (tau1, tau2, eta) under a budget: :func:`optimize_dfl` with a :class:`CostModel`
-  (the repaired bound by default); C-DFL in :mod:`bounds.proposition2`,
-  :mod:`bounds.optimize_cdfl`, compression operators in :mod:`bounds.compression`;
-* exact expectations on quadratics (:mod:`bounds.quadratic`) and Monte Carlo on smooth test
-  functions (:mod:`bounds.montecarlo`), the independent checks of the formulas.
+  (the repaired bound by default); C-DFL: :func:`cdfl_bound` (Proposition 2),
+  :func:`optimize_cdfl`, compression operators :func:`make_compressor`;
+* exact expectations on quadratics (:mod:`bounds.dfl.quadratic`) and Monte Carlo on smooth test
+  functions (:mod:`bounds.dfl.montecarlo`), the independent checks of the formulas.
+
+The subpackages: ``graph`` (topologies, mixing, spectral), ``dfl`` (Proposition 1, its repair and
+their checks), ``cdfl`` (compression, Proposition 2), ``plan`` (cost model, optimisers, comparison).
+Every name below is re-exported here, so ``from bounds import dfl_bound`` keeps working.
 
 Bad input raises :class:`InputError` naming the value and what was expected. See README.md for a
 tour and the findings about the paper.
 """
 
 from bounds._checks import InputError
-from bounds.mixing import RULES, check_mixing_matrix, lazy, load_matrix, mixing_matrix
-from bounds.optimize import CostModel, optimize_dfl
-from bounds.proposition1 import DFLBound, bound_grid, dfl_bound, eta_max
-from bounds.spectral import SpectralSummary, consensus_op_norm, spectral_summary, zeta
-from bounds.topologies import TOPOLOGIES, from_edge_list, make_graph
+from bounds.cdfl.compression import COMPRESSORS, make_compressor
+from bounds.cdfl.proposition2 import CDFLBound, cdfl_bound
+from bounds.dfl.proposition1 import DFLBound, bound_grid, dfl_bound, eta_max
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.mixing import RULES, check_mixing_matrix, lazy, load_matrix, mixing_matrix
+from bounds.graph.spectral import SpectralSummary, consensus_op_norm, spectral_summary, zeta
+from bounds.graph.topologies import TOPOLOGIES, from_edge_list, make_graph
+from bounds.plan.cost import CostModel
+from bounds.plan.optimize import OptimizeResult, optimize_dfl
+from bounds.plan.optimize_cdfl import optimize_cdfl
 
 __all__ = [
+    "COMPRESSORS",
     "RULES",
     "TOPOLOGIES",
+    "CDFLBound",
     "CostModel",
     "DFLBound",
     "InputError",
+    "OptimizeResult",
     "SpectralSummary",
     "bound_grid",
+    "cdfl_bound",
     "check_mixing_matrix",
     "consensus_op_norm",
     "dfl_bound",
@@ -40,8 +53,11 @@ __all__ = [
     "from_edge_list",
     "lazy",
     "load_matrix",
+    "local_step_mask",
+    "make_compressor",
     "make_graph",
     "mixing_matrix",
+    "optimize_cdfl",
     "optimize_dfl",
     "spectral_summary",
     "zeta",

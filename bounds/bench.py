@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from bounds.mixing import mixing_matrix
-from bounds.optimize import CostModel, optimize_dfl
-from bounds.proposition1 import bound_grid, dfl_bound
-from bounds.spectral import spectral_summary, zeta
-from bounds.topologies import make_graph
+from bounds.dfl.proposition1 import bound_grid, dfl_bound
+from bounds.graph.mixing import mixing_matrix
+from bounds.graph.spectral import spectral_summary, zeta
+from bounds.graph.topologies import make_graph
+from bounds.plan.cost import CostModel
+from bounds.plan.optimize import optimize_dfl
 
 __all__ = ["run_benchmarks"]
 

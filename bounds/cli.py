@@ -28,19 +28,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bounds import symbolic
 from bounds._checks import InputError
+from bounds.cdfl.compression import COMPRESSORS, make_compressor
+from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.cli_tools import OneLineParser, key_value_table
-from bounds.compare import compare_methods
-from bounds.compression import COMPRESSORS, make_compressor
-from bounds.mixing import RULES, topology_matrix
-from bounds.optimize import ALIASES, BOUNDS, CostModel, optimize_dfl
-from bounds.optimize_cdfl import optimize_cdfl
-from bounds.proposition1 import dfl_bound
-from bounds.proposition2 import cdfl_bound
+from bounds.dfl import symbolic
+from bounds.dfl.proposition1 import dfl_bound
+from bounds.graph.mixing import RULES, topology_matrix
+from bounds.graph.spectral import SpectralSummary, spectral_summary, zeta
+from bounds.graph.topologies import TOPOLOGIES
+from bounds.plan.compare import compare_methods
+from bounds.plan.cost import CostModel
+from bounds.plan.optimize import ALIASES, BOUNDS, OptimizeResult, optimize_dfl
+from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
-from bounds.spectral import SpectralSummary, spectral_summary, zeta
-from bounds.topologies import TOPOLOGIES
 
 __all__ = ["main"]
 
@@ -144,6 +145,7 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
         max_tau2=args.max_tau2,
         bound=args.bound,
     )
+    _require_success(result)
     used = ALIASES.get(args.bound, args.bound)
     out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=used, **result.to_dict())
     return out
@@ -192,6 +194,7 @@ def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
         max_tau2=args.max_tau2,
         candidates=candidates,
     )
+    _require_success(result)
     best = result.grid_frame().sort_values("bound", kind="stable").iloc[0]
     out.update(
         zeta=zeta,
@@ -203,6 +206,12 @@ def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
         **result.to_dict(),
     )
     return out
+
+
+def _require_success(result: OptimizeResult) -> None:
+    """The CLI reports an optimisation that found nothing as an error (exit 2) naming why."""
+    if not result.success:
+        raise InputError(result.message)
 
 
 def _delta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:

@@ -7,7 +7,7 @@ Two quantities are compared throughout, both per node and per step:
   2 eta^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1) ("stated noise term"), and in full with the
   measured gradient norms S = sum over local steps of E||grad F(X_s)||_F^2.
 
-On quadratics with additive Gaussian noise every expectation is exact (bounds.quadratic, no
+On quadratics with additive Gaussian noise every expectation is exact (bounds.dfl.quadratic, no
 sampling). On the paper's CNN the constants are estimated (sim.estimates) and the
 expectations are single runs averaged over seeds.
 """
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from bounds import formulas as f
 from bounds import spectral_summary
-from bounds.quadratic import exact_quadratic_dfl
+from bounds.dfl import formulas as f
+from bounds.dfl.quadratic import exact_quadratic_dfl
 from paper_checks.context import current
 from paper_checks.experiments import run_folder
 from paper_checks.registry import Outcome, check, combined

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds.schedule import local_step_mask
+from bounds.dfl.schedule import local_step_mask
 from paper_checks.context import current
 from paper_checks.registry import Outcome, check, combined, library_digest
 from sim.algorithms import resolve_schedule

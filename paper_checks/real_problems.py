@@ -18,8 +18,8 @@ import itertools
 import numpy as np
 
 from bounds import eta_max, mixing_matrix, spectral_summary
-from bounds.schedule import local_step_mask
-from bounds.topologies import ring
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.topologies import ring
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, Cell, judge_cells, public_rows
 

@@ -4,7 +4,7 @@ On identical quadratics (prop1-candidate-repair) u_t is exactly centralised SGD 
 never enters the left side. Here F is not quadratic (log-cosh, a non-convex cosine-bumped
 quadratic, logistic regression on a small data set), so grad F(u_t) differs from the nodes'
 average gradient; the gradient noise has a known variance sigma^2. Left sides are Monte Carlo
-means over independent runs (bounds.montecarlo) with a 95% interval, runs added until its
+means over independent runs (bounds.dfl.montecarlo) with a 95% interval, runs added until its
 half-width is under 5% of the bound. A cell is violated when its interval, widened for the number
 of cells tested together (Bonferroni), lies above the bound, holds when it lies below, and is
 inconclusive otherwise.
@@ -21,8 +21,8 @@ import numpy as np
 from scipy import stats
 
 from bounds import eta_max, spectral_summary
-from bounds import formulas as f
-from bounds.montecarlo import TestFunction, cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
+from bounds.dfl import formulas as f
+from bounds.dfl.montecarlo import TestFunction, cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
 from paper_checks.registry import Outcome, check, combined
 from paper_checks.statements import REPAIR, Bound, Cell, ratio
 from paper_checks.theory import TOPOLOGIES
@@ -122,7 +122,7 @@ def _grid(quick: bool) -> dict[str, Any]:
     "Proposition 1 (our candidate repair)",
     "Our repair (prop1-candidate-repair's bound on the local-step average of ||grad F(u_t)||^2) holds on "
     "non-quadratic functions with gradient noise, where the local drift changes the left side.",
-    "Monte Carlo of DFL (bounds.montecarlo) on log-cosh (L = 1, convex), w^2/2 + 3 cos w per coordinate "
+    "Monte Carlo of DFL (bounds.dfl.montecarlo) on log-cosh (L = 1, convex), w^2/2 + 3 cos w per coordinate "
     "(L = 4, non-convex) and binary logistic regression on 60 noisy samples (L = lambda_max(X^T X)/(4n)), "
     "all with known F_inf; identical nodes, Gaussian gradient noise sigma^2 = 1 independent across nodes; "
     "10-node ring, quasi-ring and C = J; tau1 in {1, 2, 5} x tau2 in {1, 3, 6} (--full 1..5 x 1..6), "

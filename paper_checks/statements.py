@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bounds import formulas as f
+from bounds.dfl import formulas as f
 
 __all__ = [
     "COROLLARY_1",

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 
 from bounds import consensus_op_norm, eta_max, make_graph, mixing_matrix, spectral_summary
-from bounds import proof_sums as ps
-from bounds.cdfl_formulas import choco_gamma, choco_p
-from bounds.compression import QSGD, Gossip, Identity, RandK, TopK
-from bounds.monotonicity import drift_monotonicity
-from bounds.proposition2 import cdfl_bound
-from bounds.quadratic import exact_quadratic_dfl
-from bounds.schedule import local_step_mask
-from bounds.topologies import quasi_ring, ring
+from bounds.cdfl.compression import QSGD, Gossip, Identity, RandK, TopK
+from bounds.cdfl.formulas import choco_gamma, choco_p
+from bounds.cdfl.proposition2 import cdfl_bound
+from bounds.dfl import proof_sums as ps
+from bounds.dfl.monotonicity import drift_monotonicity
+from bounds.dfl.quadratic import exact_quadratic_dfl
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.topologies import quasi_ring, ring
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import (
     COROLLARY_1,
@@ -548,7 +548,7 @@ def lemma9(quick: bool, claimed_p: Any) -> Outcome:
 
 def paper_delta(q: Any, d: int) -> float:
     """Section V's delta: k/d for rand_k and top_k, p for randomized gossip, 1/c for qsgd, 1 for identity
-    (as bounds.compression encodes them; the check measures the error from the samplers themselves)."""
+    (as bounds.cdfl.compression encodes them; the check measures the error from the samplers themselves)."""
     return float(q.delta(d))
 
 
@@ -676,7 +676,7 @@ def lemma13_conditions(quick: bool, claimed_a: Any) -> Outcome:
 @check(
     "prop1-candidate-repair",
     "Proposition 1 (our candidate repair)",
-    "Our repair (derivation sketch in bounds.formulas.candidate_local_step_bound): the average of "
+    "Our repair (derivation sketch in bounds.dfl.formulas.candidate_local_step_bound): the average of "
     "||grad F(u_t)||^2 over the local steps is at most "
     "2 gap / (eta K tau1) + eta L sigma^2 / N + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / "
     "(1 - zeta^(2 tau2)) + (tau1 - 1) / 2), under (eta), for identical nodes whose gradient noises are "

@@ -10,21 +10,21 @@ Rows of X are nodes (so the paper's X C is ``C @ X``):
 * ``local`` local SGD / FedAvg-style: C = J, tau1 local steps then one averaging.
 * ``cdfl``  (Algorithm 2): DFL whose gossip steps are CHOCO-G:
   X <- X + gamma (C - I) X_hat;  X_hat <- X_hat + Q(X - X_hat), X_hat starting at 0.
+
+The gossip rules themselves live in :mod:`sim.gossip`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
 from bounds import InputError
-from bounds.compression import Compressor, Identity
-from bounds.schedule import local_step_mask
-from sim.compressors import compress_rows
+from bounds.dfl.schedule import local_step_mask
 
 __all__ = [
     "ALGORITHMS",
@@ -32,8 +32,6 @@ __all__ = [
     "GOSSIP",
     "LOCAL",
     "Algorithm",
-    "ChocoGossip",
-    "ExactGossip",
     "algorithm",
     "resolve_schedule",
     "sparse_mixing",
@@ -133,47 +131,3 @@ def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:
     if algorithm(name).simultaneous:
         return np.full(T, BOTH, dtype=np.int8)
     return np.where(local_step_mask(tau1, tau2, T), LOCAL, GOSSIP).astype(np.int8)
-
-
-@dataclass
-class ExactGossip:
-    """X <- C X; every node sends its full float32 model (32 d bits) per gossip step."""
-
-    C: torch.Tensor
-    compressor: Compressor = field(default_factory=Identity)
-
-    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-        return self.C @ X
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return {}
-
-    def restore(self, state: dict[str, torch.Tensor]) -> None:
-        return None
-
-
-@dataclass
-class ChocoGossip:
-    """CHOCO-G (Algorithm 2, lines 6-11), X_hat kept here (every neighbour holds the same copy)."""
-
-    C: torch.Tensor
-    gamma: float
-    compressor: Compressor
-    X_hat: torch.Tensor | None = None
-
-    def __post_init__(self) -> None:
-        if not 0 < self.gamma <= 1:
-            raise InputError(f"gamma = {self.gamma} is out of range (expected 0 < gamma <= 1)")
-
-    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-        if self.X_hat is None:
-            self.X_hat = torch.zeros_like(X)
-        X = X + self.gamma * (self.C @ self.X_hat - self.X_hat)
-        self.X_hat = self.X_hat + compress_rows(self.compressor, X - self.X_hat, gen)
-        return X
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return {} if self.X_hat is None else {"X_hat": self.X_hat}
-
-    def restore(self, state: dict[str, torch.Tensor]) -> None:
-        self.X_hat = state.get("X_hat")

@@ -33,7 +33,7 @@ import torch
 from torch.nn import functional as F
 
 from bounds import InputError, mixing_matrix
-from bounds.topologies import ring
+from bounds.graph.topologies import ring
 from sim.algorithms import sparse_mixing
 from sim.engine import Stack
 from sim.models import MnistCNN

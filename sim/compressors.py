@@ -1,6 +1,6 @@
 """Torch compression operators, applied to every node's row of an (N, d) matrix at once.
 
-Same operators, deltas and bit counts as :mod:`bounds.compression` (the numpy reference,
+Same operators, deltas and bit counts as :mod:`bounds.cdfl.compression` (the numpy reference,
 which they are tested against); the bit count of a message comes from there.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from bounds.compression import QSGD, Compressor, Gossip, Identity, RandK, TopK
+from bounds.cdfl.compression import QSGD, Compressor, Gossip, Identity, RandK, TopK
 
 __all__ = ["compress_rows"]
 

@@ -36,18 +36,17 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
-from bounds.compression import RandK, TopK
 from sim.algorithms import algorithm, step_kinds
-from sim.compressors import compress_rows
 from sim.config import RunConfig
 from sim.engine import BatchSampler
 from sim.errors import SimulationError
 from sim.faults import install_fault
+from sim.gossip import ChocoGossip, ExactGossip
 from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare
 from sim.trainer import Trainer
 
-__all__ = ["DistributedGossip", "run_distributed"]
+__all__ = ["HaloMixing", "run_distributed"]
 
 
 def _blocks(nodes: int, world: int) -> list[np.ndarray]:
@@ -57,8 +56,8 @@ def _blocks(nodes: int, world: int) -> list[np.ndarray]:
 class Comm:
     """Collectives of one rank: gather rows to rank 0, OR of flags, slicing of full matrices."""
 
-    def __init__(self, rank: int, world: int, blocks: list[np.ndarray], gossip: DistributedGossip) -> None:
-        self.rank, self.world, self.blocks, self.gossip = rank, world, blocks, gossip
+    def __init__(self, rank: int, world: int, blocks: list[np.ndarray], mixing: HaloMixing) -> None:
+        self.rank, self.world, self.blocks, self.mixing = rank, world, blocks, mixing
         self.is_main = rank == 0
 
     def full(self, rows: torch.Tensor) -> torch.Tensor | None:
@@ -83,12 +82,12 @@ class Comm:
         return full[torch.as_tensor(self.blocks[self.rank])].clone()
 
     def extra_summary(self) -> dict[str, Any]:
-        sent = torch.tensor([float(self.gossip.bytes_sent)], dtype=torch.float64)
+        sent = torch.tensor([float(self.mixing.bytes_sent)], dtype=torch.float64)
         dist.all_reduce(sent)
         return {
             "world_size": self.world,
             "bytes_on_wire": float(sent.item()),
-            "bytes_on_wire_per_gossip_step": float(sent.item()) / max(self.gossip.steps, 1),
+            "bytes_on_wire_per_gossip_step": float(sent.item()) / max(self.mixing.exchanges, 1),
         }
 
 
@@ -109,105 +108,69 @@ class RowSampler:
         self.sampler.restore(state)
 
 
-class DistributedGossip:
-    """Gossip (exact or CHOCO-G) on this rank's rows, exchanging only what neighbours need."""
+class HaloMixing:
+    """The mixing operator of one rank (:class:`sim.gossip.Mixing`): ``C_block @ [Y_own; Y_halo]``.
 
-    def __init__(
-        self,
-        C: np.ndarray,
-        blocks: list[np.ndarray],
-        rank: int,
-        *,
-        choco: bool,
-        gamma: float,
-        compressor: Any,
-    ) -> None:
-        self.rank, self.choco, self.gamma, self.compressor = rank, choco, gamma, compressor
+    ``C_block`` is C's rows of this rank's nodes restricted to the columns of its own nodes and of
+    its halo (the other ranks' nodes that share an edge with ours). :meth:`exchange` sends each
+    neighbouring rank only the rows its nodes need, point to point, and counts the bytes sent.
+    """
+
+    def __init__(self, C: np.ndarray, blocks: list[np.ndarray], rank: int) -> None:
         own = blocks[rank]
         self.own = own
-        self.give: dict[int, np.ndarray] = {}
-        self.need: dict[int, np.ndarray] = {}
+        self.give: dict[int, np.ndarray] = {}  # rank -> local row numbers of ours it needs
+        self.need: dict[int, np.ndarray] = {}  # rank -> global ids of its nodes we need
         for q, theirs in enumerate(blocks):
             if q == rank:
                 continue
             link = C[np.ix_(own, theirs)] != 0
             if link.any():
-                self.give[q] = np.flatnonzero(link.any(axis=1))  # local row numbers of ours they need
-                self.need[q] = theirs[link.any(axis=0)]  # global ids of theirs we need
-        columns = np.concatenate([own, *self.need.values()]) if self.need else own
-        self.block = torch.as_tensor(C[np.ix_(own, columns)], dtype=torch.float32)
+                self.give[q] = np.flatnonzero(link.any(axis=1))
+                self.need[q] = theirs[link.any(axis=0)]
+        self.halo = np.concatenate(list(self.need.values())) if self.need else own[:0]
+        self.halo_size = len(self.halo)
+        self.block = torch.as_tensor(C[np.ix_(own, np.concatenate([own, self.halo]))], dtype=torch.float32)
         self.bytes_sent = 0
-        self.steps = 0
-        self.hat: torch.Tensor | None = None  # own x_hat rows
-        self.hat_need: dict[int, torch.Tensor] = {}
+        self.exchanges = 0
 
-    def _exchange(
-        self,
-        outgoing: dict[int, list[torch.Tensor]],
-        shapes: dict[int, list[tuple]],
-        dtypes: list[torch.dtype],
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        return self.block @ torch.cat([own, halo])
+
+    def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
+        self.exchanges += 1
+        d, k = rows.shape[1], nonzeros_per_row
+        if k is None:
+            got = self._send_receive({q: [rows[g]] for q, g in self.give.items()}, [(d, rows.dtype)])
+            return torch.cat([rows[:0], *(got[q][0] for q in self.need)])
+        keep = {q: (rows[g] != 0).to(torch.int8).topk(k, dim=1).indices for q, g in self.give.items()}
+        out = {q: [keep[q].to(torch.int32), rows[g].gather(1, keep[q])] for q, g in self.give.items()}
+        got = self._send_receive(out, [(k, torch.int32), (k, rows.dtype)])
+        halo = [
+            rows.new_zeros((len(n), d)).scatter_add(1, got[q][0].long(), got[q][1])
+            for q, n in self.need.items()
+        ]
+        return torch.cat([rows[:0], *halo])
+
+    def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return full[torch.as_tensor(self.own)].clone(), full[torch.as_tensor(self.halo)].clone()
+
+    def _send_receive(
+        self, outgoing: dict[int, list[torch.Tensor]], columns: list[tuple[int, torch.dtype]]
     ) -> dict[int, list[torch.Tensor]]:
+        """Post every send and receive at once; ``columns``: the width and dtype of each tensor per row."""
         requests, incoming = [], {}
         for q in sorted(set(self.give) | set(self.need)):
-            if q in self.give:
-                for t in outgoing[q]:
-                    t = t.contiguous()
-                    self.bytes_sent += t.numel() * t.element_size()
-                    requests.append(dist.isend(t, dst=q))
+            for t in outgoing.get(q, []):
+                t = t.contiguous()
+                self.bytes_sent += t.numel() * t.element_size()
+                requests.append(dist.isend(t, dst=q))
             if q in self.need:
-                incoming[q] = [
-                    torch.empty(shape, dtype=dt) for shape, dt in zip(shapes[q], dtypes, strict=True)
-                ]
+                incoming[q] = [torch.empty((len(self.need[q]), w), dtype=dt) for w, dt in columns]
                 requests.extend(dist.irecv(t, src=q) for t in incoming[q])
         for r in requests:
             r.wait()
         return incoming
-
-    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-        self.steps += 1
-        d = X.shape[1]
-        if not self.choco:
-            got = self._exchange(
-                {q: [X[g]] for q, g in self.give.items()},
-                {q: [(len(n), d)] for q, n in self.need.items()},
-                [X.dtype],
-            )
-            return self.block @ torch.cat([X, *(got[q][0] for q in self.need)])
-        if self.hat is None:
-            self.hat = torch.zeros_like(X)
-            self.hat_need = {q: torch.zeros(len(n), d, dtype=X.dtype) for q, n in self.need.items()}
-        hats = torch.cat([self.hat, *(self.hat_need[q] for q in self.need)])
-        X = X + self.gamma * (self.block @ hats - self.hat)
-        q_rows = compress_rows(self.compressor, X - self.hat, gen)
-        self.hat = self.hat + q_rows
-        if isinstance(self.compressor, TopK | RandK):  # only the kept coordinates travel
-            k = self.compressor.k
-            keep = {q: (q_rows[g] != 0).to(torch.int8).topk(k, dim=1).indices for q, g in self.give.items()}
-            out = {q: [keep[q].to(torch.int32), q_rows[g].gather(1, keep[q])] for q, g in self.give.items()}
-            got = self._exchange(
-                out, {q: [(len(n), k), (len(n), k)] for q, n in self.need.items()}, [torch.int32, X.dtype]
-            )
-            for q, (index, values) in got.items():
-                self.hat_need[q] = self.hat_need[q].scatter_add(1, index.long(), values)
-        else:
-            got = self._exchange(
-                {q: [q_rows[g]] for q, g in self.give.items()},
-                {q: [(len(n), d)] for q, n in self.need.items()},
-                [X.dtype],
-            )
-            for q, (rows,) in got.items():
-                self.hat_need[q] = self.hat_need[q] + rows
-        return X
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return {} if self.hat is None else {"X_hat": self.hat}
-
-    def restore(self, state: dict[str, torch.Tensor]) -> None:
-        """From a checkpoint's full x_hat (N x d): this rank's rows and its neighbours' replicas."""
-        full = state.get("X_hat")
-        if full is not None:
-            self.hat = full[torch.as_tensor(self.own)].clone()
-            self.hat_need = {q: full[torch.as_tensor(n)].clone() for q, n in self.need.items()}
 
 
 def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
@@ -225,14 +188,9 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
         dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
-        gossip = DistributedGossip(
-            s.C,
-            blocks,
-            rank,
-            choco=algorithm(config.algorithm).compressed,
-            gamma=config.gamma,
-            compressor=s.compressor,
-        )
+        mixing = HaloMixing(s.C, blocks, rank)
+        compressed = algorithm(config.algorithm).compressed
+        gossip = ChocoGossip(mixing, config.gamma, s.compressor) if compressed else ExactGossip(mixing)
         gen = torch.Generator().manual_seed(config.seed + 2 + 1000 * rank)
         sampler = RowSampler(BatchSampler(s.parts, config.batch_size, config.seed, s.device), own)
         trainer = Trainer(
@@ -247,7 +205,7 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
             tau=s.tau1 + s.tau2,
             gen=gen,
         )
-        comm = Comm(rank, world, blocks, gossip)
+        comm = Comm(rank, world, blocks, mixing)
         install_fault(trainer, rank == world - 1, config.timeout)  # tests only: $DFLKIT_TEST_FAULT
         run_loop(config, s, trainer, comm)
     finally:

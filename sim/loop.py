@@ -167,7 +167,7 @@ def run_loop(
             "tau2": s.tau2,
             "d": s.stack.d,
             "bits_per_gossip": s.bits_per_gossip,
-            "t_comm": s.t_comm,
+            "t_comm": s.cost.t_comm,
             "mixing_matrix": s.C.tolist() if config.nodes <= 100 else "omitted (N > 100)",
         }
         atomic_write(
@@ -210,9 +210,7 @@ def run_loop(
             log(None, "init")
         while trainer.t < config.steps:
             kind, losses = trainer.step()
-            counters["model_time"] += (config.t_comp if kind in (LOCAL, BOTH) else 0.0) + (
-                s.t_comm if kind in (GOSSIP, BOTH) else 0.0
-            )
+            counters["model_time"] += s.cost.step_seconds(kind in (LOCAL, BOTH), kind in (GOSSIP, BOTH))
             counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
             loss = float(losses.mean()) if losses is not None else None  # once per step: a device sync
             if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume

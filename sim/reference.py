@@ -2,7 +2,7 @@
 
 One ``nn.Module`` and one ``torch.optim.SGD`` per node, a Python loop over nodes, gossip by
 averaging state dicts with weights c_ji, CHOCO-G with per-node copies of x_hat and the numpy
-compressors of :mod:`bounds.compression`. Slow by design; only for tests and the benchmark.
+compressors of :mod:`bounds.cdfl.compression`. Slow by design; only for tests and the benchmark.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bounds.compression import Compressor
+from bounds.cdfl.compression import Compressor
 from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.engine import BatchSampler
 from sim.models import loss_fn

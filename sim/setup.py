@@ -18,20 +18,15 @@ import numpy as np
 import torch
 
 from bounds import InputError
+from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import writable_folder
-from bounds.compression import make_compressor
-from bounds.mixing import check_mixing_matrix, topology_matrix
-from sim.algorithms import (
-    ChocoGossip,
-    ExactGossip,
-    algorithm,
-    resolve_schedule,
-    sparse_mixing,
-    step_kinds,
-)
+from bounds.graph.mixing import check_mixing_matrix, topology_matrix
+from bounds.plan.cost import CostModel
+from sim.algorithms import algorithm, resolve_schedule, sparse_mixing, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
 from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
+from sim.gossip import ChocoGossip, ExactGossip
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
 from sim.trainer import Trainer
@@ -121,7 +116,7 @@ class Setup:
     C: np.ndarray
     compressor: Any
     bits_per_gossip: float
-    t_comm: float
+    cost: CostModel
     x0: torch.Tensor
     device: torch.device
     out: Path
@@ -146,13 +141,16 @@ def prepare(config: RunConfig, main: bool = True) -> Setup:
     compressor.check_dimension(stack.d)
     bits = compressor.bits(stack.d)
     if config.bandwidth:
-        t_comm = (config.latency or 0.0) + bits / config.bandwidth
-    else:
-        t_comm = config.t_comm * bits / (32.0 * stack.d)  # --t-comm is one uncompressed gossip step
+        latency = config.latency or 0.0
+        cost = CostModel.from_network(
+            config.t_comp, latency=latency, bandwidth=config.bandwidth, dim=stack.d, bits=bits
+        )
+    else:  # --t-comm is one uncompressed gossip step
+        cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
     out = prepare_out(config) if main else Path(config.out)  # once every input is checked
-    return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, t_comm, x0, device, out)
+    return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, cost, x0, device, out)
 
 
 RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sim.algorithms import BOTH, GOSSIP, LOCAL, ChocoGossip, ExactGossip
+from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.engine import BatchSampler, Stack
+from sim.gossip import ChocoGossip, ExactGossip
 
 __all__ = ["Trainer"]
 

@@ -18,8 +18,8 @@ import paper_checks.drift as drift
 import paper_checks.experiments as experiments
 import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
-from bounds import formulas as f
-from bounds import proof_sums as ps
+from bounds.dfl import formulas as f
+from bounds.dfl import proof_sums as ps
 from paper_checks.context import CheckContext, using
 from paper_checks.registry import load_checks
 from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, scaled

@@ -171,7 +171,7 @@ OPT = [
 
 
 def test_optimize_json_keys_and_agreement_with_python(capsys) -> None:
-    from bounds.optimize import CostModel, optimize_dfl
+    from bounds import CostModel, optimize_dfl
 
     code, out, _ = run(
         capsys, *OPT, "--zeta", "0.87", "--t-comm", "0.5", "--budget-seconds", "1000", "--json"

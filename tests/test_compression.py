@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from bounds import InputError
-from bounds.compression import QSGD, Gossip, Identity, RandK, TopK, make_compressor
+from bounds.cdfl.compression import QSGD, Gossip, Identity, RandK, TopK, make_compressor
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 vectors = st.integers(1, 64).flatmap(lambda d: arrays(np.float64, d, elements=finite))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bounds import dfl_bound, eta_max
-from bounds.schedule import local_step_mask
+from bounds.dfl.schedule import local_step_mask
 
 
 def gradient_norm_average(tau1: int, tau2: int, K: int, eta: float, C: np.ndarray, w0: float = 1.0) -> float:
@@ -55,7 +55,7 @@ def test_violation_grows_with_tau2_and_is_not_a_boundary_effect(
 
 def test_candidate_repair_covers_the_counterexample() -> None:
     """Our unproven candidate (local steps only) on that cell: (1 + 4/9 + 16/81) / 3 <= 2 gap / (eta K)."""
-    from bounds import formulas as f
+    from bounds.dfl import formulas as f
 
     C = np.full((2, 2), 0.5)
     eta = eta_max(L=1, tau1=1, tau2=2, zeta=0.0)

@@ -1,7 +1,7 @@
 """The local-drift term of Proposition 1 against the exact drift under pure gradient noise.
 
 With grad F = 0 the drift E||X_t (I - J)||_F^2 is computed exactly by a matrix
-recursion (bounds.drift.noise_drift), independent of the proof. The proof's
+recursion (bounds.dfl.noise_drift.noise_drift), independent of the proof. The proof's
 bound on this quantity (A_1 of (63), summed in (83)) is the paper's
 local-drift term divided by L^2.
 """
@@ -16,12 +16,12 @@ from conftest import mixing_matrices
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from bounds import formulas as f
 from bounds import make_graph, mixing_matrix, spectral_summary, zeta
-from bounds.drift import noise_drift
-from bounds.quadratic import exact_quadratic_dfl
-from bounds.schedule import local_step_mask
-from bounds.topologies import quasi_ring, ring
+from bounds.dfl import formulas as f
+from bounds.dfl.noise_drift import noise_drift
+from bounds.dfl.quadratic import exact_quadratic_dfl
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.topologies import quasi_ring, ring
 
 MATRICES = {
     "ring": mixing_matrix(ring(10)),

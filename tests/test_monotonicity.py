@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from bounds import dfl_bound
-from bounds import formulas as f
-from bounds.monotonicity import drift_monotonicity
+from bounds.dfl import formulas as f
+from bounds.dfl.monotonicity import drift_monotonicity
 
 EXPECTED = {"tau1": "positive", "tau2": "negative", "zeta": "positive"}
 

@@ -1,4 +1,4 @@
-"""bounds.montecarlo against exact expectations and against the test functions' stated constants."""
+"""bounds.dfl.montecarlo against exact expectations and against the test functions' stated constants."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from bounds import InputError, mixing_matrix
-from bounds.montecarlo import cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
-from bounds.quadratic import exact_quadratic_dfl
-from bounds.topologies import ring
+from bounds.dfl.montecarlo import cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
+from bounds.dfl.quadratic import exact_quadratic_dfl
+from bounds.graph.topologies import ring
 
 FUNCTIONS = [quadratic(2), log_cosh(3), cosine_bumps(3.0, 2), logistic()]
 
 
 def test_monte_carlo_matches_the_exact_quadratic_recursion() -> None:
-    """On F = ||w||^2 / 2 the exact expectations of bounds.quadratic lie in the Monte Carlo interval."""
+    """On F = ||w||^2 / 2 the exact expectations of bounds.dfl.quadratic lie in the Monte Carlo interval."""
     C = mixing_matrix(ring(6))
     w1 = np.array([1.0, -2.0])
     run = simulate_dfl(quadratic(2), C, 2, 3, 4, eta=0.2, sigma2=0.5, w1=w1, runs=20000, seed=1)

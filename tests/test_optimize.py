@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from bounds import InputError, dfl_bound, eta_max
-from bounds.optimize import CostModel, optimize_dfl
+from bounds import CostModel, InputError, dfl_bound, eta_max, optimize_dfl
 
 PROBLEM = dict(L=2.0, sigma2=0.8, N=10, gap=5.0, zeta=0.87)
 
@@ -131,8 +130,37 @@ def test_bad_input(kwargs: dict, message: str) -> None:
 
 
 def test_disconnected_graph_has_no_finite_bound() -> None:
-    with pytest.raises(InputError, match=r"zeta = 1"):
-        optimize_dfl(**{**PROBLEM, "zeta": 1.0}, cost=CostModel(1.0, 0.5), budget_seconds=100)
+    """Not an input error (scipy style): success False, the message says why, no best cell, the grid kept."""
+    r = optimize_dfl(**{**PROBLEM, "zeta": 1.0}, cost=CostModel(1.0, 0.5), budget_seconds=100)
+    assert not r.success and "zeta = 1" in r.message
+    assert np.isnan(r.bound) and r.tau1 == 0 and r.runners_up == []
+    assert np.isinf(r.grid["bound"]).all()
+    assert r.to_dict()["success"] is False and "grid" not in r.to_dict()
+    assert "success : False" in str(r) and "zeta = 1" in str(r)
+
+
+def test_cli_reports_no_finite_bound_as_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from bounds.cli import main
+
+    argv = ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "1"]
+    assert main([*argv, "--t-comp", "1", "--t-comm", "0.5", "--budget-seconds", "100"]) == 2
+    assert "zeta = 1" in capsys.readouterr().err
+
+
+def test_results_share_one_format() -> None:
+    """DFLBound, CDFLBound and OptimizeResult: ordered fields, success and message last in __str__."""
+    from bounds import cdfl_bound, dfl_bound
+
+    a = dfl_bound(L=1, sigma2=1, N=10, eta=0.01, tau1=2, tau2=2, zeta=0.8, T=100, gap=1)
+    kw = dict(L=1, mu=0.5, sigma2_bar=1, G2=1, N=10, tau1=2, tau2=2, K=50, zeta=0.8, delta=0.5, beta_mix=1)
+    b = cdfl_bound(**kw)
+    c = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=100)
+    for r in (a, b, c):
+        lines = str(r).splitlines()
+        assert lines[-2].split(":")[0].strip() == "success" and lines[-1].split(":")[0].strip() == "message"
+        assert list(r.to_dict())[-2:] == ["success", "message"] and r.to_dict()["success"] == r.success
+    assert list(a.to_dict())[:2] == ["bound", "bound_repaired"]
+    assert "terms.initial" in str(b) and b.to_dict()["terms"]["initial"] == b.terms["initial"]
 
 
 def test_large_grid_shape() -> None:

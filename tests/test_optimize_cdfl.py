@@ -8,10 +8,10 @@ import math
 import pytest
 
 from bounds import InputError
+from bounds.cdfl.compression import make_compressor
+from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.cli import main
-from bounds.compression import make_compressor
-from bounds.optimize_cdfl import default_candidates, optimize_cdfl
-from bounds.proposition2 import cdfl_bound
+from bounds.plan.optimize_cdfl import default_candidates, optimize_cdfl
 
 PROBLEM = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=1.0, N=10, zeta=0.87, beta_mix=4 / 3)
 NETWORK = dict(dim=1000, t_comp=0.01, latency=0.001, bandwidth=1e6)

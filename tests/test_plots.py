@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bounds.optimize import CostModel, optimize_dfl
+from bounds import CostModel, optimize_dfl
 from plots.__main__ import main
 from plots.figures import bound_heatmap, drift_vs_bound, fig3_variance, save
 
@@ -53,7 +53,7 @@ def test_figures_from_results(tmp_path) -> None:
 
 
 def test_pareto_front_by_brute_force(tmp_path) -> None:
-    from bounds.optimize_cdfl import optimize_cdfl
+    from bounds.plan.optimize_cdfl import optimize_cdfl
     from plots.figures import pareto_front, pareto_mask
 
     rng = np.random.default_rng(0)

@@ -11,8 +11,8 @@ import sympy
 from scipy.optimize import brentq
 
 from bounds import InputError, bound_grid, dfl_bound, eta_max
-from bounds import formulas as f
-from bounds import symbolic as s
+from bounds.dfl import formulas as f
+from bounds.dfl import symbolic as s
 
 BASE = dict(L=2.0, sigma2=0.5, N=10, eta=0.01, tau1=4, tau2=3, zeta=0.87, T=700, gap=3.0)
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from bounds import InputError, mixing_matrix, spectral_summary
-from bounds import cdfl_formulas as cf
-from bounds.compression import Gossip, RandK, TopK
-from bounds.proposition2 import cdfl_bound
-from bounds.topologies import ring
+from bounds.cdfl import formulas as cf
+from bounds.cdfl.compression import Gossip, RandK, TopK
+from bounds.cdfl.proposition2 import cdfl_bound
+from bounds.graph.topologies import ring
 
 RING = spectral_summary(mixing_matrix(ring(10)))
 BASE = dict(

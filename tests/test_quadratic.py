@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bounds import mixing_matrix
-from bounds.quadratic import exact_quadratic_dfl
-from bounds.schedule import local_step_mask
-from bounds.topologies import quasi_ring
+from bounds.dfl.quadratic import exact_quadratic_dfl
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.topologies import quasi_ring
 
 
 def simulate(C, tau1, tau2, T, eta, L, sigma2, B, w1, runs, seed):

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from bounds import mixing_matrix
-from bounds.compression import Identity, TopK
-from bounds.topologies import ring
-from sim.algorithms import ChocoGossip, ExactGossip, resolve_schedule, step_kinds
+from bounds.cdfl.compression import Identity, TopK
+from bounds.graph.topologies import ring
+from sim.algorithms import resolve_schedule, step_kinds
 from sim.engine import BatchSampler, Stack
+from sim.gossip import ChocoGossip, ExactGossip
 from sim.models import LeastSquares, LogReg, MnistCNN
 from sim.partition import IID, Shards
 from sim.reference import reference_run

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bounds import InputError
-from bounds.compression import QSGD, Gossip, RandK, TopK
+from bounds.cdfl.compression import QSGD, Gossip, RandK, TopK
 from sim.cli import main
 from sim.compressors import compress_rows
 from sim.data import DataError, load_dataset

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from bounds import InputError, consensus_op_norm, make_graph, mixing_matrix, spectral_summary, zeta
-from bounds.topologies import quasi_ring, ring
+from bounds.graph.topologies import quasi_ring, ring
 
 
 def ring_lambda(n: int, k: int) -> float:

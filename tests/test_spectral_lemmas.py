@@ -14,8 +14,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from bounds import consensus_op_norm, spectral_summary
-from bounds import formulas as f
-from bounds import proof_sums as ps
+from bounds.dfl import formulas as f
+from bounds.dfl import proof_sums as ps
 
 RTOL = 1e-9
 

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from bounds import InputError, check_mixing_matrix, lazy, load_matrix, make_graph, mixing_matrix
-from bounds.topologies import TOPOLOGIES, erdos_renyi, from_edge_list, quasi_ring, ring, torus
+from bounds.graph.topologies import TOPOLOGIES, erdos_renyi, from_edge_list, quasi_ring, ring, torus
 
 SIZES = {"hypercube": 16, "torus": 12}
 

@@ -5,7 +5,7 @@
 * ``rho = 1 - zeta``, the spectral gap of Proposition 2;
 * ``beta = ||I - C||_2 = 1 - lambda_N(C)`` of Assumption 1.6, called
   ``beta_mix`` in Python to keep it apart from Lemma 2's variance-growth
-  parameter (``beta_var`` in :mod:`bounds.proposition1`), which the paper also
+  parameter (``beta_var`` in :mod:`bounds.dfl.proposition1`), which the paper also
   writes beta;
 * ``||C^j - J||_op`` by an explicit matrix power (:func:`consensus_op_norm`),
   an independent check of Lemma 7 (``= zeta^j``).
@@ -29,7 +29,7 @@ import scipy.sparse.linalg as sla
 from scipy.sparse.csgraph import connected_components
 
 from bounds._checks import InputError
-from bounds.mixing import Matrix, check_mixing_matrix
+from bounds.graph.mixing import Matrix, check_mixing_matrix
 
 __all__ = ["SpectralSummary", "consensus_op_norm", "spectral_summary", "zeta"]
 
@@ -77,8 +77,8 @@ def spectral_summary(C: Matrix, *, allow_disconnected: bool = False) -> Spectral
         InputError: C is not a valid mixing matrix, or zeta = 1 and
             ``allow_disconnected`` is false.
 
-    >>> from bounds.topologies import ring
-    >>> from bounds.mixing import mixing_matrix
+    >>> from bounds.graph.topologies import ring
+    >>> from bounds.graph.mixing import mixing_matrix
     >>> round(spectral_summary(mixing_matrix(ring(10))).zeta, 4)
     0.8727
     """

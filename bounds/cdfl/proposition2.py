@@ -24,7 +24,7 @@ Choices where the paper leaves a constant implicit (each can be overridden):
   (Rakhlin et al., Lemma 2), which the paper uses for its first term.
 * S_K: Lemma 12 (and Proposition 2) define S_K = sum_{k=0}^{K-1} (a + k)^2 >= K^3 / 3, while
   Lemma 13 as printed writes w_avg and S_K with sum_{k=0}^{K} (and S_K >= T^2 / 3). We use
-  Lemma 12's K terms (:func:`bounds.cdfl_formulas.weight_sum`), the sum the proof builds;
+  Lemma 12's K terms (:func:`bounds.cdfl.formulas.weight_sum`), the sum the proof builds;
   the K + 1-term version differs by (a + K)^2.
 * D1, D2, D3 depend on the round k; Lemma 13 leaves k free. They grow with k, so we
   evaluate them at k = K, which bounds every round.
@@ -32,20 +32,20 @@ Choices where the paper leaves a constant implicit (each can be overridden):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from bounds import cdfl_formulas as cf
 from bounds._checks import InputError, real_array
-from bounds.serialize import jsonable
+from bounds.cdfl import formulas as cf
+from bounds.result import Result, scalar_or_array
 
 __all__ = ["CDFLBound", "cdfl_bound"]
 
 
 @dataclass(frozen=True)
-class CDFLBound:
+class CDFLBound(Result):
     """Lemma 13 / Proposition 2 evaluated (fields broadcast together).
 
     Attributes:
@@ -77,16 +77,10 @@ class CDFLBound:
     message: str
     inputs: dict[str, Any] = field(repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (scalars); infinities as ``"inf"``."""
-        out: dict[str, Any] = {}
-        for fld in fields(self):
-            value = getattr(self, fld.name)
-            if isinstance(value, dict):
-                out[fld.name] = {k: jsonable(v) for k, v in value.items()}
-            else:
-                out[fld.name] = jsonable(value) if not isinstance(value, str) else value
-        return out
+    @property
+    def success(self) -> Any:
+        """True where every condition of Lemma 13 holds and the bound is finite."""
+        return scalar_or_array(np.logical_and(self.conditions_ok, np.isfinite(self.bound)))
 
 
 def cdfl_bound(
@@ -181,8 +175,10 @@ def cdfl_bound(
         "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
         "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"]) <= 0,
     }
-    conditions = {k: _scalar(np.asarray(c)) for k, c in conditions.items()}
-    ok = _scalar(np.logical_and.reduce(np.broadcast_arrays(*(np.asarray(c) for c in conditions.values()))))
+    conditions = {k: scalar_or_array(np.asarray(c)) for k, c in conditions.items()}
+    ok = scalar_or_array(
+        np.logical_and.reduce(np.broadcast_arrays(*(np.asarray(c) for c in conditions.values())))
+    )
     failed = [k for k, c in conditions.items() if not np.all(c)]
     message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
@@ -190,24 +186,20 @@ def cdfl_bound(
               "K": K, "zeta": zeta, "delta": delta, "beta_mix": beta_mix, "a": a, "theta": theta,
               "alpha": alpha, "init_dist2": init_dist2}  # fmt: skip
     return CDFLBound(
-        bound=_scalar(np.asarray(initial + noise + higher)),
-        terms={k: _scalar(np.asarray(t)) for k, t in terms.items()},
-        p=_scalar(np.asarray(p)),
-        gamma=_scalar(np.asarray(gamma)),
-        theta=_scalar(np.asarray(theta_)),
-        contraction=_scalar(np.asarray(A)),
-        eta_0=_scalar(np.asarray(eta_0)),
-        a=_scalar(np.asarray(a_)),
-        a_needed=_scalar(np.asarray(np.maximum(16 * kappa, a_needed))),
+        bound=scalar_or_array(np.asarray(initial + noise + higher)),
+        terms={k: scalar_or_array(np.asarray(t)) for k, t in terms.items()},
+        p=scalar_or_array(np.asarray(p)),
+        gamma=scalar_or_array(np.asarray(gamma)),
+        theta=scalar_or_array(np.asarray(theta_)),
+        contraction=scalar_or_array(np.asarray(A)),
+        eta_0=scalar_or_array(np.asarray(eta_0)),
+        a=scalar_or_array(np.asarray(a_)),
+        a_needed=scalar_or_array(np.asarray(np.maximum(16 * kappa, a_needed))),
         conditions=conditions,
         conditions_ok=ok,
         order_terms=dict(
-            zip(("first", "second", "third"), (_scalar(np.asarray(o)) for o in order), strict=True)
+            zip(("first", "second", "third"), (scalar_or_array(np.asarray(o)) for o in order), strict=True)
         ),
         message=message,
         inputs=inputs,
     )
-
-
-def _scalar(x: np.ndarray) -> Any:
-    return x.item() if x.ndim == 0 else x

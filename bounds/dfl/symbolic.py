@@ -1,6 +1,6 @@
 """Proposition 1 as sympy expressions, built by the same functions as the numbers.
 
-Each expression is :mod:`bounds.formulas` called on sympy symbols, so the
+Each expression is :mod:`bounds.dfl.formulas` called on sympy symbols, so the
 symbolic and numeric answers cannot drift apart.
 
 >>> print(latex("local_drift_term"))
@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import sympy
 
-from bounds import formulas as f
 from bounds._checks import InputError
+from bounds.dfl import formulas as f
 
 __all__ = [
     "EXPRESSIONS",

@@ -136,7 +136,7 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     Checks, each with a message naming the worst entry: square, finite,
     non-negative, symmetric, rows summing to 1, and (``require_connected``) a
     connected graph of non-zero entries. Whether zeta < 1 (which also needs
-    C to be aperiodic) is checked by :func:`bounds.spectral.spectral_summary`.
+    C to be aperiodic) is checked by :func:`bounds.graph.spectral.spectral_summary`.
 
     >>> check_mixing_matrix([[0.5, 0.5], [0.4, 0.6]])
     Traceback (most recent call last):
@@ -223,7 +223,7 @@ def topology_matrix(name: str, nodes: int | None, weights: str = "paper", seed: 
     (an edge list with the weight rule ``weights``) or a graph name (``make_graph(name, nodes)``,
     ``seed`` for erdos-renyi) with ``weights``. The one resolver of the CLIs and the simulator.
     """
-    from bounds.topologies import from_edge_list, make_graph
+    from bounds.graph.topologies import from_edge_list, make_graph
 
     if name.startswith("matrix:"):
         return load_matrix(name.removeprefix("matrix:"))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from bounds import formulas as f
+from bounds.dfl import formulas as f
 
 __all__ = ["DerivativeSign", "drift_monotonicity"]
 

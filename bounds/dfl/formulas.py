@@ -4,8 +4,8 @@ Every function here is plain arithmetic on its arguments, so the same code
 evaluates on Python floats, numpy arrays (whole grids by broadcasting) and
 sympy symbols; only square roots go through :func:`sqrt`, which picks
 ``sympy.sqrt`` or ``numpy.sqrt``. The numeric front end with validation and
-result objects is :mod:`bounds.proposition1`; the symbolic one is
-:mod:`bounds.symbolic`. Notation follows the paper:
+result objects is :mod:`bounds.dfl.proposition1`; the symbolic one is
+:mod:`bounds.dfl.symbolic`. Notation follows the paper:
 
 =========  ==========================================================
 eta        learning rate eta
@@ -102,7 +102,7 @@ def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: A
     i <= tau1, but then sums i over the whole round, gossip steps included,
     where all tau1 of the round's noisy gradients are still present. With
     tau1 = 1 the paper's term vanishes as zeta -> 0 while the exact drift does
-    not (see :func:`bounds.drift.noise_drift`). Counting the gossip steps
+    not (see :func:`bounds.dfl.noise_drift.noise_drift`). Counting the gossip steps
     correctly gives at most tau1 N sigma^2 per step, hence this term.
     """
     return 2 * eta**2 * L**2 * sigma2 * drift_factor_corrected(tau1, tau2, zeta)

@@ -1,8 +1,8 @@
 """Communication graphs of the N nodes, as networkx graphs (nodes 0..N-1).
 
 Graph, weights and spectrum are kept apart: this module only says who talks to
-whom; :mod:`bounds.mixing` turns a graph into a mixing matrix C and
-:mod:`bounds.spectral` computes zeta from C.
+whom; :mod:`bounds.graph.mixing` turns a graph into a mixing matrix C and
+:mod:`bounds.graph.spectral` computes zeta from C.
 
 The paper's experiments (Section VI-A) use a 10-node ring (zeta = 0.87) and a
 10-node "quasi-ring" (zeta = 0.85) whose figure was lost. :func:`quasi_ring`

@@ -2,7 +2,7 @@
 
 Each function returns the closed form (and, where the proof bounds it, the
 bound); the tests compare them with brute-force sums. Like
-:mod:`bounds.formulas`, they are plain arithmetic and work on numbers, numpy
+:mod:`bounds.dfl.formulas`, they are plain arithmetic and work on numbers, numpy
 arrays and sympy symbols.
 
 Finding (Lemma 13, Appendix B): the paper prints

@@ -6,7 +6,7 @@ g_i(w) = grad F(w) + xi_i, with Gaussian xi_i of mean 0 and E||xi_i||^2 = sigma^
 of Lemma 2 uses, though Assumption 1 does not list it); ``noise="common"`` gives every node the
 same xi (perfectly correlated noise). R runs are stepped together as one R x N x d array.
 
-Unlike :mod:`bounds.quadratic`, the functions here are not quadratic, so grad F(u_t) differs from
+Unlike :mod:`bounds.dfl.quadratic`, the functions here are not quadratic, so grad F(u_t) differs from
 the average of the nodes' gradients and the local drift enters the left side of Proposition 1.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from scipy import optimize
 
 from bounds._checks import InputError
-from bounds.schedule import local_step_mask
+from bounds.dfl.schedule import local_step_mask
 
 __all__ = [
     "MonteCarloRun",

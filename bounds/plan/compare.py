@@ -16,7 +16,7 @@ Rows (all from Proposition 1 unless said otherwise):
   above; the row says so.
 
 Each row also gives the bound with our corrected drift term
-(:func:`bounds.formulas.local_drift_term_corrected`) and our repair (``bound_repaired``, the
+(:func:`bounds.dfl.formulas.local_drift_term_corrected`) and our repair (``bound_repaired``, the
 average over local steps; Proposition 1 and both corollaries are refuted, README Findings 0, 2).
 Not included: the Cooperative SGD theorem of Wang & Joshi (JMLR 22(213), 2021), whose exact
 statement could not be checked against the paper from this project's sources.
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bounds import formulas as f
-from bounds.proposition1 import dfl_bound
-from bounds.proposition2 import cdfl_bound
+from bounds.cdfl.proposition2 import cdfl_bound
+from bounds.dfl import formulas as f
+from bounds.dfl.proposition1 import dfl_bound
 from bounds.serialize import jsonable
 
 __all__ = ["compare_methods"]

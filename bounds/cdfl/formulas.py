@@ -1,13 +1,13 @@
 """C-DFL theory (Section V, Appendix B) written once, as plain arithmetic.
 
-Like :mod:`bounds.formulas`, every function works on numbers, numpy arrays and
+Like :mod:`bounds.dfl.formulas`, every function works on numbers, numpy arrays and
 sympy symbols. Notation: rho = 1 - zeta (spectral gap), delta the compression
 ratio (Assumption 2), beta_mix = ||I - C||_2, mu the strong-convexity
 constant, G2 = G^2 the bound on E||g||^2, sigma2_bar the mean of the
 per-node variances sigma_i^2, theta the free constant of Remark 10,
 a the shift of eta_k = 4 / (mu (a + k)), K the number of rounds.
 
-Where the paper leaves a constant implicit, :mod:`bounds.proposition2` makes
+Where the paper leaves a constant implicit, :mod:`bounds.cdfl.proposition2` makes
 the choice and documents it; these functions take every constant explicitly.
 """
 
@@ -153,7 +153,7 @@ def lemma13_largest_eta(L: Any, mu: Any, tau1: Any, alpha: Any) -> Any:
     4 L alpha eta + 8/3 (L + mu) L alpha tau1^3 eta^2 <= 2 tau1 - 1, i.e. b eta + c eta^2 <= 1
     with b = 4 L alpha / (2 tau1 - 1), c = 8 (L + mu) L alpha tau1^3 / (3 (2 tau1 - 1)).
     """
-    from bounds.formulas import sqrt
+    from bounds.dfl.formulas import sqrt
 
     b = 4 * L * alpha / (2 * tau1 - 1)
     c = 8 * (L + mu) * L * alpha * tau1**3 / (3 * (2 * tau1 - 1))

@@ -12,7 +12,7 @@ zeta = 1 (disconnected graph, or C = I) and tau2 = 0 (no gossip) both make
 1 - zeta^tau2 = 0, so gossip never contracts the drift.
 
 Proposition 1 as stated is refuted (README, Finding 0); every result also carries
-``bound_repaired``, our repair (:func:`bounds.formulas.candidate_local_step_bound`), which bounds
+``bound_repaired``, our repair (:func:`bounds.dfl.formulas.candidate_local_step_bound`), which bounds
 the average over the local steps only and assumes the nodes' gradient noises independent.
 
 The step-size conditions are compared as ``lhs <= 1 + CONDITION_RTOL`` (relative tolerance
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from bounds import formulas as f
 from bounds._checks import real_array
-from bounds.serialize import jsonable
+from bounds.dfl import formulas as f
+from bounds.result import Result, scalar_or_array
 
 __all__ = ["CONDITION_RTOL", "DFLBound", "bound_grid", "dfl_bound", "eta_max"]
 
@@ -37,7 +37,7 @@ CONDITION_RTOL = 1e-12  # relative tolerance of every step-size condition (float
 
 
 @dataclass(frozen=True)
-class DFLBound:
+class DFLBound(Result):
     """Proposition 1 evaluated at one point or on a grid (fields broadcast together).
 
     Attributes:
@@ -82,18 +82,7 @@ class DFLBound:
     @property
     def success(self) -> Any:
         """True where the bound is guaranteed: condition (eta) holds and the bound is finite."""
-        return _scalar(np.logical_and(self.eta_condition_ok, np.isfinite(self.bound)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (scalars only); infinities become the string ``"inf"``."""
-        out: dict[str, Any] = {}
-        for fld in fields(self):
-            value = getattr(self, fld.name)
-            out[fld.name] = (
-                jsonable(value) if fld.name != "inputs" else {k: jsonable(v) for k, v in value.items()}
-            )
-        out["success"] = jsonable(self.success)
-        return out
+        return scalar_or_array(np.logical_and(self.eta_condition_ok, np.isfinite(self.bound)))
 
     def frame(self) -> Any:
         """The (broadcast) inputs and every numeric field as a pandas DataFrame, one row per point."""
@@ -103,26 +92,6 @@ class DFLBound:
         columns = {**{k: v for k, v in self.inputs.items()}, **numeric, "success": self.success}
         shape = np.broadcast_shapes(*(np.shape(v) for v in columns.values()))
         return pd.DataFrame({k: np.broadcast_to(np.asarray(v), shape).ravel() for k, v in columns.items()})
-
-    def __str__(self) -> str:
-        rows = [
-            (fld.name, getattr(self, fld.name))
-            for fld in fields(self)
-            if fld.name not in ("message", "inputs")
-        ]
-        width = max(len(name) for name, _ in rows)
-        lines = [f"{name:>{width}} : {_fmt(value)}" for name, value in rows]
-        lines.append(f"{'success':>{width}} : {_fmt(self.success)}")
-        lines.append(f"{'message':>{width}} : {self.message or '(none)'}")
-        return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    arr = np.asarray(value)
-    if arr.ndim:
-        return f"array{arr.shape}"
-    item = arr.item()
-    return f"{item:.6g}" if isinstance(item, float) else str(item)
 
 
 def _validated(**kw: Any) -> dict[str, np.ndarray]:
@@ -139,10 +108,6 @@ def _validated(**kw: Any) -> dict[str, np.ndarray]:
         "gap": real_array("gap", kw["gap"], low=0),
         "beta_var": real_array("beta_var", kw["beta_var"], low=0),
     }
-
-
-def _scalar(x: np.ndarray) -> Any:
-    return x.item() if x.ndim == 0 else x
 
 
 def dfl_bound(
@@ -224,7 +189,7 @@ def dfl_bound(
         out["bound_repaired"] = mixing(repaired)
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
-    out = {k: _scalar(np.asarray(v)) for k, v in out.items()}
+    out = {k: scalar_or_array(np.asarray(v)) for k, v in out.items()}
     out = {"bound": out.pop("bound"), "bound_repaired": out.pop("bound_repaired"), **out}
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip

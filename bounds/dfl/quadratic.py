@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bounds._checks import InputError, real_array
-from bounds.mixing import Matrix, check_mixing_matrix
-from bounds.schedule import local_step_mask
+from bounds.dfl.schedule import local_step_mask
+from bounds.graph.mixing import Matrix, check_mixing_matrix
 
 __all__ = ["QuadraticRun", "exact_quadratic_dfl"]
 

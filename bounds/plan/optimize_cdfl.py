@@ -1,9 +1,9 @@
 """The best (tau1, tau2, compressor, parameter) for C-DFL under a budget, by Lemma 13's bound.
 
 Compression changes the cost of a gossip step (``latency + bits / bandwidth``, bits from
-:meth:`bounds.compression.Compressor.bits`) and the bound (through delta, hence p and the
+:meth:`bounds.cdfl.compression.Compressor.bits`) and the bound (through delta, hence p and the
 contraction of CHOCO-G). For every candidate compressor the (tau1, tau2) grid is evaluated
-in one vectorised call of :func:`bounds.proposition2.cdfl_bound`; cells whose conditions
+in one vectorised call of :func:`bounds.cdfl.proposition2.cdfl_bound`; cells whose conditions
 fail are discarded. The step size is not free here: Lemma 13 fixes eta_k = 4 / (mu (a + k)),
 and we report eta_0 with the smallest valid a. The answer is only as good as Lemma 13's
 bound, which is loose by orders of magnitude (see README): compare candidates, do not read
@@ -16,10 +16,11 @@ import math
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
-from bounds.compression import Compressor, make_compressor
-from bounds.optimize import CostModel, OptimizeResult, budget_grid, pick
-from bounds.proposition2 import cdfl_bound
+from bounds._checks import real_array
+from bounds.cdfl.compression import Compressor, make_compressor
+from bounds.cdfl.proposition2 import cdfl_bound
+from bounds.plan.cost import CostModel
+from bounds.plan.optimize import OptimizeResult, budget_grid, pick
 
 __all__ = ["default_candidates", "optimize_cdfl"]
 
@@ -60,7 +61,7 @@ def optimize_cdfl(
 ) -> OptimizeResult:
     """Minimise Lemma 13's bound over (tau1, tau2) and the compressor (and its parameter).
 
-    ``candidates`` are (name, parameter) pairs for :func:`bounds.compression.make_compressor`;
+    ``candidates`` are (name, parameter) pairs for :func:`bounds.cdfl.compression.make_compressor`;
     the default is :func:`default_candidates`. The result's grid has one row per
     (compressor, tau1, tau2) cell, with its delta and message bits.
     """
@@ -97,7 +98,7 @@ def optimize_cdfl(
                 "tau1": tau1.astype(int),
                 "tau2": tau2.astype(int),
                 "rounds": np.where(feasible, rounds, 0).astype(int),
-                "time": np.where(feasible, rounds * (tau1 * cost.t_comp + tau2 * cost.t_comm), 0.0),
+                "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
                 "eta_0": np.broadcast_to(np.asarray(r.eta_0), shape).copy(),
                 "conditions_ok": ok,
                 "bound": np.where(ok, r.bound, np.inf),
@@ -105,7 +106,9 @@ def optimize_cdfl(
         )
     grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
     if not np.isfinite(grid["bound"]).any():
-        raise InputError("no (compressor, tau1, tau2) meets Lemma 13's conditions within the budget")
+        return OptimizeResult.nothing_finite(
+            "no (compressor, tau1, tau2) meets Lemma 13's conditions within the budget", grid
+        )
     at, cells = pick(grid, grid["bound"], runners_up)
     steps = at["rounds"] * (at["tau1"] + at["tau2"])
     parameter = at["parameter"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bounds.mixing import Matrix
-from bounds.quadratic import exact_quadratic_dfl
+from bounds.dfl.quadratic import exact_quadratic_dfl
+from bounds.graph.mixing import Matrix
 
 __all__ = ["noise_drift"]
 

@@ -29,13 +29,15 @@ The answer is only as good as the bound: the choice of bound is a parameter.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from bounds import formulas as f
-from bounds import proposition1
 from bounds._checks import InputError, real_array
+from bounds.dfl import formulas as f
+from bounds.dfl import proposition1
+from bounds.plan.cost import CostModel
+from bounds.result import Result
 
 __all__ = ["ALIASES", "BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
 
@@ -52,33 +54,7 @@ MAX_GRID_CELLS = 4_000_000  # (tau1, tau2) cells: ~100 bytes each across the gri
 
 
 @dataclass(frozen=True)
-class CostModel:
-    """Seconds per local step and per gossip step.
-
-    Build with ``CostModel(t_comp, t_comm)`` or :meth:`from_network`.
-    """
-
-    t_comp: float
-    t_comm: float
-
-    def __post_init__(self) -> None:
-        real_array("t_comp", self.t_comp, low=0, low_open=True)
-        real_array("t_comm", self.t_comm, low=0, low_open=True)
-
-    @classmethod
-    def from_network(
-        cls, t_comp: float, *, latency: float, bandwidth: float, dim: int, bits: float | None = None
-    ) -> CostModel:
-        """t_comm = latency + message bits / bandwidth (bits/s); bits default to 32 dim (float32)."""
-        real_array("latency", latency, low=0)
-        real_array("bandwidth", bandwidth, low=0, low_open=True)
-        d = int(real_array("dim", dim, low=1, integer=True))
-        message = 32.0 * d if bits is None else float(real_array("bits", bits, low=0, low_open=True))
-        return cls(t_comp, latency + message / bandwidth)
-
-
-@dataclass(frozen=True)
-class OptimizeResult:
+class OptimizeResult(Result):
     """The optimum, the runners-up and the whole grid (like scipy's OptimizeResult).
 
     Attributes:
@@ -86,8 +62,11 @@ class OptimizeResult:
         eta_max: the step-size limit (eta) at the best cell.
         runners_up: the next best cells, best first (list of dicts).
         grid: every cell as a pandas DataFrame (``grid_frame()``), or the raw arrays.
-        success: whether any cell is feasible; message: why not, or notes.
+        success: whether any cell has a finite bound; message: why not, or notes. When none has,
+            the best cell's fields are NaN (tau1, tau2, rounds, steps: 0) and ``message`` says why.
     """
+
+    not_in_dict: ClassVar[tuple[str, ...]] = ("grid",)
 
     tau1: int
     tau2: int
@@ -108,10 +87,14 @@ class OptimizeResult:
 
         return pd.DataFrame({k: v.ravel() for k, v in self.grid.items()})
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (no grid)."""
-        keys = ("tau1", "tau2", "eta", "bound", "rounds", "steps", "time", "eta_max", "success", "message")
-        return {**{k: getattr(self, k) for k in keys}, "runners_up": self.runners_up}
+    @classmethod
+    def nothing_finite(cls, message: str, grid: dict[str, np.ndarray]) -> OptimizeResult:
+        """The result when no cell of ``grid`` has a finite bound: ``success`` False, ``message`` why."""
+        nan = float("nan")
+        return cls(
+            tau1=0, tau2=0, eta=nan, bound=nan, rounds=0, steps=0, time=nan, eta_max=nan, runners_up=[],
+            success=False, message=message, grid=grid,
+        )  # fmt: skip
 
 
 def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) -> np.ndarray:
@@ -163,7 +146,8 @@ def optimize_dfl(
         runners_up: how many next-best cells to report.
 
     Raises:
-        InputError: bad input, or a budget that fits no round at all.
+        InputError: bad input, or a budget that fits no round at all. A budget whose rounds all have
+        an infinite bound (zeta = 1) is not an error: the result has ``success`` False.
 
     >>> r = optimize_dfl(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5),
     ...                  budget_seconds=10_000, max_tau1=20, max_tau2=20, bound="paper")
@@ -177,7 +161,7 @@ def optimize_dfl(
     if (zeta is None) == (C is None):
         raise InputError("give zeta or a mixing matrix C (expected exactly one of them)")
     if C is not None:
-        from bounds.spectral import zeta as zeta_of
+        from bounds.graph.spectral import zeta as zeta_of
 
         zeta = zeta_of(C)
     z = float(real_array("zeta", zeta, low=0, high=1))
@@ -207,13 +191,17 @@ def optimize_dfl(
         "tau2": tau2.astype(int),
         "rounds": np.where(feasible, rounds, 0).astype(int),
         "steps": np.where(feasible, steps, 0).astype(int),
-        "time": np.where(feasible, rounds * (tau1 * cost.t_comp + tau2 * cost.t_comm), 0.0),
+        "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
         "local_steps": np.where(feasible, rounds * tau1, 0).astype(int),
         "gossip_steps": np.where(feasible, rounds * tau2, 0).astype(int),
         "eta_max": eta_max,
         "eta": eta,
         "bound": value,
     }
+    if not np.isfinite(value).any():
+        return OptimizeResult.nothing_finite(
+            "no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)", grid
+        )
     at, cells = pick(grid, value, runners_up)
     notes = [REFUTED[bound]] if bound in REFUTED else []
     if at["eta"] >= at["eta_max"]:
@@ -248,7 +236,7 @@ def budget_grid(
     rounds = np.full(tau1.shape, np.inf)
     if budget_seconds is not None:
         seconds = float(real_array("budget_seconds", budget_seconds, low=0, low_open=True))
-        rounds = np.minimum(rounds, np.floor(seconds / (tau1 * cost.t_comp + tau2 * cost.t_comm)))
+        rounds = np.minimum(rounds, np.floor(seconds / cost.round_seconds(tau1, tau2)))
     if max_local_steps is not None:
         rounds = np.minimum(rounds, np.floor(real_array("max_local_steps", max_local_steps, low=1) / tau1))
     if max_gossip_steps is not None:
@@ -264,10 +252,11 @@ def budget_grid(
 
 
 def pick(grid: dict[str, np.ndarray], value: np.ndarray, runners_up: int) -> tuple[dict, list[dict]]:
-    """The best cell of ``grid`` by ``value`` and the next ``runners_up`` (finite ones), as plain dicts."""
+    """The best cell of ``grid`` by ``value`` and the next ``runners_up`` (finite ones), as plain dicts.
+
+    ``value`` must have a finite entry (the optimisers return ``OptimizeResult.nothing_finite`` otherwise).
+    """
     order = np.argsort(value, axis=None, kind="stable")
-    if not np.isfinite(value.flat[order[0]]):
-        raise InputError("no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)")
     best, *rest = (np.unravel_index(i, value.shape) for i in order[: runners_up + 1])
     cells = [{k: _plain(v[i]) for k, v in grid.items()} for i in rest if np.isfinite(value[i])]
     return {k: _plain(v[best]) for k, v in grid.items()}, cells

@@ -1,0 +1,56 @@
+"""The cost model of a run: seconds per local step and per gossip step (Section IV's time budget).
+
+One model for the planner (:func:`bounds.plan.optimize.optimize_dfl` fits K whole rounds of
+``round_seconds(tau1, tau2)`` into the budget) and for the simulator's modelled clock
+(``dfl-sim run`` adds ``step_seconds`` per step to ``model_time``), so a plan and the run that
+follows it count time the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bounds._checks import real_array
+
+__all__ = ["CostModel"]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds per local step (``t_comp``) and per gossip step (``t_comm``).
+
+    Build with ``CostModel(t_comp, t_comm)``, :meth:`from_network`, or scale an uncompressed
+    gossip cost to a compressed message with :meth:`with_message_bits`.
+    """
+
+    t_comp: float
+    t_comm: float
+
+    def __post_init__(self) -> None:
+        real_array("t_comp", self.t_comp, low=0, low_open=True)
+        real_array("t_comm", self.t_comm, low=0, low_open=True)
+
+    @classmethod
+    def from_network(
+        cls, t_comp: float, *, latency: float, bandwidth: float, dim: int, bits: float | None = None
+    ) -> CostModel:
+        """t_comm = latency + message bits / bandwidth (bits/s); bits default to 32 dim (float32)."""
+        real_array("latency", latency, low=0)
+        real_array("bandwidth", bandwidth, low=0, low_open=True)
+        d = int(real_array("dim", dim, low=1, integer=True))
+        message = 32.0 * d if bits is None else float(real_array("bits", bits, low=0, low_open=True))
+        return cls(t_comp, latency + message / bandwidth)
+
+    def with_message_bits(self, bits: float, dim: int) -> CostModel:
+        """This model, ``t_comm`` read as one uncompressed (32 dim bit) step, for ``bits``-bit messages."""
+        d = int(real_array("dim", dim, low=1, integer=True))
+        return CostModel(self.t_comp, self.t_comm * float(bits) / (32.0 * d))
+
+    def round_seconds(self, tau1: Any, tau2: Any) -> Any:
+        """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""
+        return tau1 * self.t_comp + tau2 * self.t_comm
+
+    def step_seconds(self, local: bool, gossip: bool) -> float:
+        """Seconds of one step that is a local step, a gossip step, or both at once (D-SGD)."""
+        return (self.t_comp if local else 0.0) + (self.t_comm if gossip else 0.0)

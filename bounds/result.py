@@ -1,0 +1,72 @@
+"""One base for the toolkit's result records, in the style of scipy's ``OptimizeResult``.
+
+A result is a frozen dataclass whose fields keep the order they are declared in, with ``success``
+(a field or a property) and ``message``; :class:`Result` gives every one of them the same
+``to_dict`` (JSON-ready, non-finite numbers as strings) and ``__str__`` (one aligned line per field,
+``success`` and ``message`` last). Used by :class:`bounds.dfl.proposition1.DFLBound`,
+:class:`bounds.cdfl.proposition2.CDFLBound` and :class:`bounds.plan.optimize.OptimizeResult`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bounds.serialize import jsonable
+
+__all__ = ["Result", "scalar_or_array"]
+
+
+def scalar_or_array(x: np.ndarray) -> Any:
+    """A 0-d array as its Python scalar; other arrays unchanged (results broadcast their inputs)."""
+    return x.item() if x.ndim == 0 else x
+
+
+def _fmt(value: Any) -> str:
+    arr = np.asarray(value)
+    if arr.ndim:
+        return f"array{arr.shape}"
+    item = arr.item()
+    return f"{item:.6g}" if isinstance(item, float) else str(item)
+
+
+class Result:
+    """Mixin of the result dataclasses: ``to_dict`` and ``__str__`` over their ordered fields.
+
+    ``not_shown``: fields left out of ``__str__`` (the arguments, a whole grid); ``not_in_dict``:
+    fields left out of ``to_dict`` (a grid too large for a JSON summary).
+    """
+
+    not_shown: ClassVar[tuple[str, ...]] = ("inputs", "grid")
+    not_in_dict: ClassVar[tuple[str, ...]] = ()
+    success: Any
+    message: str
+
+    def _fields(self) -> list[str]:
+        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields in order, then ``success`` and ``message``; inf becomes ``"inf"``."""
+        names = [n for n in self._fields() if n not in (*self.not_in_dict, "success", "message")]
+        out = {n: jsonable(getattr(self, n)) for n in names}
+        out["success"] = jsonable(self.success)
+        out["message"] = self.message
+        return out
+
+    def __str__(self) -> str:
+        rows: list[tuple[str, Any]] = []
+        for name in self._fields():
+            if name in self.not_shown or name in ("success", "message"):
+                continue
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                rows.extend((f"{name}.{k}", v) for k, v in value.items())
+            elif not isinstance(value, list):
+                rows.append((name, value))
+        rows += [("success", self.success), ("message", self.message or "(none)")]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(
+            f"{name:>{width}} : {value if name == 'message' else _fmt(value)}" for name, value in rows
+        )

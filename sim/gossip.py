@@ -1,0 +1,137 @@
+"""Gossip rules over a pluggable mixing operator (the split of stochastic_gradient_push: graph / mixing /
+gossiper).
+
+A gossip rule (:class:`ExactGossip`, :class:`ChocoGossip`) is written once, in the paper's matrix form
+with rows of X as nodes (the paper's X C is ``C @ X``), and calls a :class:`Mixing` operator for the
+only two things that depend on where the nodes live:
+
+* ``mix(own, halo)``: the rows of ``C @ Y`` that belong to this process's nodes, from this process's rows
+  of Y and the *halo* (the rows of other processes' nodes that our nodes have an edge to);
+* ``exchange(rows)``: send our rows to the processes whose nodes need them and receive the halo.
+
+:class:`LocalMixing` holds every node (one process: the halo is empty and ``mix`` is ``C @ Y``);
+:class:`sim.distributed.HaloMixing` holds a block of nodes and exchanges halo rows point to point. The
+same CHOCO-G code therefore runs in one process and across many.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from bounds import InputError
+from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
+from sim.compressors import compress_rows
+
+__all__ = ["ChocoGossip", "ExactGossip", "LocalMixing", "Mixing", "as_mixing"]
+
+
+class Mixing(Protocol):
+    """Multiplication by the mixing matrix C for the nodes one process holds."""
+
+    halo_size: int  # rows of other processes' nodes that this process's nodes mix with
+
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        """This process's rows of ``C @ Y``, from its rows ``own`` of Y and the halo rows of Y."""
+        ...
+
+    def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
+        """Send ``rows`` (this process's) to whoever needs them; return the halo rows received.
+
+        ``nonzeros_per_row``: each row has at most that many non-zeros (top_k / rand_k messages), so only
+        their indices and values need to travel.
+        """
+        ...
+
+    def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(own rows, halo rows) of a full N x d matrix (restoring a checkpoint)."""
+        ...
+
+
+@dataclass
+class LocalMixing:
+    """Every node in this process: ``mix`` is ``C @ Y`` (C dense or sparse CSR) and the halo is empty."""
+
+    C: torch.Tensor
+    halo_size: int = 0
+
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        return self.C @ own
+
+    def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
+        return rows[:0]
+
+    def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return full, full[:0]
+
+
+def as_mixing(C: Mixing | torch.Tensor) -> Mixing:
+    """A mixing operator from an operator or from the matrix C itself (then every node is local)."""
+    return LocalMixing(C) if isinstance(C, torch.Tensor) else C
+
+
+@dataclass
+class ExactGossip:
+    """X <- C X (Algorithm 1, line 8); every node sends its full float32 model (32 d bits) per step.
+
+    ``C``: the mixing operator, or the matrix itself for a one-process run.
+    """
+
+    C: Mixing | torch.Tensor
+    compressor: Compressor = field(default_factory=Identity)
+
+    def __post_init__(self) -> None:
+        self.mixing = as_mixing(self.C)
+
+    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        return self.mixing.mix(X, self.mixing.exchange(X))
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def restore(self, state: dict[str, torch.Tensor]) -> None:
+        return None
+
+
+@dataclass
+class ChocoGossip:
+    """CHOCO-G (Algorithm 2, lines 6-11): X <- X + gamma (C - I) X_hat; X_hat <- X_hat + Q(X - X_hat).
+
+    X_hat starts at 0. Every neighbour of a node holds the same copy of its x_hat, since it only changes
+    by the compressed messages q = Q(x - x_hat) that all of them receive: ``X_hat`` holds this process's
+    rows and ``X_hat_halo`` its replicas of the halo nodes' rows (empty in one process).
+    """
+
+    C: Mixing | torch.Tensor
+    gamma: float
+    compressor: Compressor
+    X_hat: torch.Tensor | None = None
+    X_hat_halo: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gamma <= 1:
+            raise InputError(f"gamma = {self.gamma} is out of range (expected 0 < gamma <= 1)")
+        self.mixing = as_mixing(self.C)
+        sparse = isinstance(self.compressor, TopK | RandK)
+        self._nonzeros = self.compressor.k if sparse else None  # only the kept coordinates travel
+
+    def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        if self.X_hat is None:
+            self.X_hat = torch.zeros_like(X)
+        if self.X_hat_halo is None:
+            self.X_hat_halo = X.new_zeros((self.mixing.halo_size, X.shape[1]))
+        X = X + self.gamma * (self.mixing.mix(self.X_hat, self.X_hat_halo) - self.X_hat)
+        q = compress_rows(self.compressor, X - self.X_hat, gen)
+        self.X_hat = self.X_hat + q
+        self.X_hat_halo = self.X_hat_halo + self.mixing.exchange(q, self._nonzeros)
+        return X
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {} if self.X_hat is None else {"X_hat": self.X_hat}
+
+    def restore(self, state: dict[str, torch.Tensor]) -> None:
+        """From a checkpoint's full X_hat (N x d): this process's rows and its halo replicas."""
+        full = state.get("X_hat")
+        self.X_hat, self.X_hat_halo = (None, None) if full is None else self.mixing.split(full)
