@@ -22,10 +22,11 @@ with code 2 and one line on stderr saying what is wrong.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bounds._checks import InputError
@@ -79,21 +80,27 @@ def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     zeta = _zeta_of(args, out)
-    result = dfl_bound(
-        L=args.L,
-        sigma2=args.sigma2,
-        N=args.nodes,
-        eta=args.eta,
-        tau1=args.tau1,
-        tau2=args.tau2,
-        zeta=zeta,
-        T=args.T,
-        gap=args.gap,
-        beta_var=args.beta_var,
-    )
+    result = dfl_bound(**_arguments(dfl_bound, args, zeta=zeta))
     out["zeta"] = zeta
     out.update(result.to_dict())
     out.pop("inputs")
+    return out
+
+
+CLI_NAMES = {"N": "nodes", "sigma2_bar": "sigma2"}
+"""Keyword arguments of the library whose command-line option has another name."""
+
+
+def _arguments(fn: Callable[..., Any], args: argparse.Namespace, **given: Any) -> dict[str, Any]:
+    """The keyword arguments of ``fn`` from the parsed options (``given`` values win), one mapping for
+    every command: a parameter takes the option of its own name, or of its name in ``CLI_NAMES``."""
+    out = {}
+    for name in inspect.signature(fn).parameters:
+        option = CLI_NAMES.get(name, name)
+        if name in given:
+            out[name] = given[name]
+        elif hasattr(args, option):
+            out[name] = getattr(args, option)
     return out
 
 
@@ -131,20 +138,7 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     zeta = _zeta_of(args, out)
-    result = optimize_dfl(
-        L=args.L,
-        sigma2=args.sigma2,
-        N=args.nodes,
-        gap=args.gap,
-        zeta=zeta,
-        cost=cost,
-        budget_seconds=args.budget_seconds,
-        max_local_steps=args.max_local_steps,
-        max_gossip_steps=args.max_gossip_steps,
-        max_tau1=args.max_tau1,
-        max_tau2=args.max_tau2,
-        bound=args.bound,
-    )
+    result = optimize_dfl(**_arguments(optimize_dfl, args, zeta=zeta, cost=cost, C=None))
     _require_success(result)
     used = ALIASES.get(args.bound, args.bound)
     out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=used, **result.to_dict())
@@ -175,25 +169,8 @@ def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
     candidates = None
     if args.compressor is not None:
         candidates = [(args.compressor, args.compressor_param)]
-    result = optimize_cdfl(
-        L=args.L,
-        mu=args.mu,
-        sigma2_bar=args.sigma2,
-        G2=args.G2,
-        N=args.nodes,
-        zeta=zeta,
-        beta_mix=out["beta_mix"],
-        dim=args.dim,
-        t_comp=args.t_comp,
-        latency=args.latency,
-        bandwidth=args.bandwidth,
-        budget_seconds=args.budget_seconds,
-        max_local_steps=args.max_local_steps,
-        max_gossip_steps=args.max_gossip_steps,
-        max_tau1=args.max_tau1,
-        max_tau2=args.max_tau2,
-        candidates=candidates,
-    )
+    given = dict(zeta=zeta, beta_mix=out["beta_mix"], candidates=candidates)
+    result = optimize_cdfl(**_arguments(optimize_cdfl, args, **given))
     _require_success(result)
     best = result.grid_frame().sort_values("bound", kind="stable").iloc[0]
     out.update(
@@ -237,20 +214,7 @@ def _cmd_cdfl(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     zeta = _zeta_of(args, out)
     extras = _cdfl_extras(args, out)
-    result = cdfl_bound(
-        L=args.L,
-        sigma2_bar=args.sigma2,
-        N=args.nodes,
-        tau1=args.tau1,
-        tau2=args.tau2,
-        K=args.K,
-        zeta=zeta,
-        a=args.a,
-        theta=args.theta,
-        alpha=args.alpha,
-        init_dist2=args.init_dist2,
-        **extras,
-    )
+    result = cdfl_bound(**_arguments(cdfl_bound, args, zeta=zeta, **extras))
     out.update(zeta=zeta, delta=extras["delta"], **result.to_dict())
     out.pop("inputs")
     return out

@@ -25,10 +25,9 @@ import torch
 from bounds import spectral_summary
 from bounds.dfl import formulas as f
 from bounds.dfl.quadratic import exact_quadratic_dfl
-from paper_checks.context import current
-from paper_checks.experiments import run_folder
+from paper_checks.common import TOPOLOGIES, run_folder
+from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check, combined
-from paper_checks.theory import TOPOLOGIES
 from sim.data import load_mnist
 from sim.engine import Stack
 from sim.estimates import hessian_norm, probe_drift
@@ -44,11 +43,11 @@ from sim.runner import RunConfig
     "exact drift under pure gradient noise (grad F = 0) by matrix recursion, over topologies, tau1, tau2, K",
     statement=f.local_drift_term,
 )
-def local_drift(quick: bool, noise_term: Any) -> Outcome:
+def local_drift(ctx: CheckContext, noise_term: Any) -> Outcome:
     """``noise_term(eta, L, sigma2, tau1, tau2, zeta)``: the claimed bound on the pure-noise drift x L^2."""
     rows = []
     for (name, build), tau1, tau2, K in itertools.product(
-        TOPOLOGIES.items(), range(1, 6 if quick else 9), range(1, 8 if quick else 16), [1, 10]
+        TOPOLOGIES.items(), range(1, 6 if ctx.quick else 9), range(1, 8 if ctx.quick else 16), [1, 10]
     ):
         C = build()
         z = spectral_summary(C).zeta
@@ -128,14 +127,18 @@ def _ratio(measured: float, bound: float) -> float | None:
     "optimum or 3 away; the gradient norms E||grad F(X_s)||_F^2 are the exact ones of the run",
     statement=f.local_drift_bound_103,
 )
-def drift_103_quadratic(quick: bool, bound_103: Any) -> Outcome:
+def drift_103_quadratic(ctx: CheckContext, bound_103: Any) -> Outcome:
     """``bound_103(eta, L, sigma2, N, tau1, tau2, zeta, T, S)``: the claimed bound on the drift x L^2."""
     rows: list[dict[str, Any]] = []
     for name, build in TOPOLOGIES.items():
         C = build()
         z = spectral_summary(C).zeta
         for tau1, tau2, K, fraction, start in itertools.product(
-            range(1, 5 if quick else 9), range(1, 6 if quick else 16), [1, 10, 50], [0.5, 1.0], [0.0, 3.0]
+            range(1, 5 if ctx.quick else 9),
+            range(1, 6 if ctx.quick else 16),
+            [1, 10, 50],
+            [0.5, 1.0],
+            [0.0, 3.0],
         ):
             rows.append({"topology": name, **_full_103_cell(C, z, tau1, tau2, K, fraction, start, bound_103)})
     for r in rows:
@@ -185,9 +188,9 @@ def _cnn_settings(quick: bool) -> dict[str, Any]:
     }
 
 
-def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
+def _probe(ctx: CheckContext, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     """One probed MNIST CNN run (cached by its settings): drift, gradient norms, variances, L estimates."""
-    cfg = _cnn_settings(quick)
+    cfg = _cnn_settings(ctx.quick)
     config = RunConfig(
         model="cnn",
         nodes=10,
@@ -200,10 +203,10 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
         batch_size=cfg["batch_size"],
         seed=seed,
         checkpoint_every=10**9,
-        device=current().device,
+        device=ctx.device,
     )
     key = json.dumps({**asdict(config), "out": None, **cfg, "seeds": None}, sort_keys=True)
-    folder = run_folder(f"drift103-tau1={tau1}-tau2={tau2}-seed{seed}", key)
+    folder = run_folder(ctx, f"drift103-tau1={tau1}-tau2={tau2}-seed{seed}", key)
     result_file = folder / "probe.json"
     if result_file.is_file():
         return json.loads(result_file.read_text())
@@ -253,12 +256,12 @@ def _probe(quick: bool, tau1: int, tau2: int, seed: int) -> dict[str, Any]:
     "eta satisfies (eta)",
     statement=f.local_drift_bound_103,
 )
-def drift_103_cnn(quick: bool, bound_103: Any) -> Outcome:
+def drift_103_cnn(ctx: CheckContext, bound_103: Any) -> Outcome:
     z = spectral_summary(TOPOLOGIES["ring"]()).zeta
-    cfg = _cnn_settings(quick)
+    cfg = _cnn_settings(ctx.quick)
     rows, L_hat = [], 0.0
     for tau1, tau2 in CNN_SCHEDULES:
-        probes = [_probe(quick, tau1, tau2, seed) for seed in cfg["seeds"]]
+        probes = [_probe(ctx, tau1, tau2, seed) for seed in cfg["seeds"]]
         sigma2 = max(p["per_sample_variance_max"] for p in probes) / cfg["batch_size"]
         sigma2_mean = float(np.mean([p["per_sample_variance_mean"] for p in probes])) / cfg["batch_size"]
         L_hat = max([L_hat, *(h for p in probes for h in p["hessian_norms"])])

@@ -20,19 +20,18 @@ claimed ordering is separated beyond the seed-to-seed spread (the seed ranges do
 from __future__ import annotations
 
 import csv
-import hashlib
 import itertools
 import json
 import os
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bounds.dfl.schedule import local_step_mask
-from paper_checks.context import current
-from paper_checks.registry import Outcome, check, combined, library_digest
+from paper_checks.common import run_folder, same_config
+from paper_checks.context import CheckContext
+from paper_checks.registry import Outcome, check, combined
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
 from sim.runner import RunConfig, run
@@ -70,9 +69,9 @@ def _cifar(quick: bool) -> dict[str, Any]:
     }
 
 
-def _run(quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]:
+def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, float]]:
     """One cached simulation; returns its metrics rows (reused when any check already ran the config)."""
-    cfg = _settings(quick)
+    cfg = _settings(ctx.quick)
     points = kw.pop("log_points", 10)  # ten logged points per curve: evaluation stays cheap
     kw["log_every"] = max(1, kw["steps"] // points)
     defaults = {
@@ -83,34 +82,22 @@ def _run(quick: bool, seed: int, **kw: Any) -> list[dict[str, float]]:
         "nodes": 10,
         "partition": "shards",
         "checkpoint_every": 10**9,
-        "device": current().device,
+        "device": ctx.device,
     }
     config = RunConfig(**{**defaults, **kw})
     key = json.dumps({k: v for k, v in asdict(config).items() if k != "out"}, sort_keys=True)
     name = f"{config.dataset}-{config.algorithm}-{config.topology}-tau1={config.tau1}-tau2={config.tau2}"
-    folder = run_folder(f"{name}-seed{seed}", key)  # named by the config alone: checks share runs
+    folder = run_folder(ctx, f"{name}-seed{seed}", key)  # named by the config alone: checks share runs
     config.out = str(folder)
     done = folder / "summary.json"
     config_file = folder / "config.json"
-    if not (done.is_file() and config_file.is_file() and _same(config_file, key)):
+    if not (done.is_file() and config_file.is_file() and same_config(config_file, key)):
         run(config)
     with (folder / "metrics.csv").open() as fh:
         return [
             {k: float(v) if v not in ("", "init", "local", "gossip", "both") else v for k, v in row.items()}
             for row in csv.DictReader(fh)
         ]
-
-
-def run_folder(name: str, key: str) -> Path:
-    """The cache folder of one simulation: ``<out>/runs/<name>-<hash of its config and of bounds/, sim/>``."""
-    return current().runs / f"{name}-{hashlib.sha256((key + library_digest()).encode()).hexdigest()[:10]}"
-
-
-def _same(config_file: Path, key: str) -> bool:
-    saved = json.loads(config_file.read_text())
-    saved.pop("resolved", None)
-    saved.pop("out", None)
-    return json.dumps(saved, sort_keys=True) == key
 
 
 def _final_loss(rows: list[dict[str, float]]) -> float:
@@ -136,12 +123,12 @@ def _ordering(values: dict[str, list[float]], order: list[str]) -> tuple[str, li
     return combined(statuses), pairs
 
 
-def _runs(configs: dict[str, dict[str, Any]], quick: bool) -> tuple[dict[str, list[float]], dict]:
+def _runs(configs: dict[str, dict[str, Any]], ctx: CheckContext) -> tuple[dict[str, list[float]], dict]:
     values: dict[str, list[float]] = {}
     curves: dict[str, list[list[float]]] = {}
     for label, kw in configs.items():
-        for seed in _settings(quick)["seeds"]:
-            rows = _run(quick, seed, **kw)
+        for seed in _settings(ctx.quick)["seeds"]:
+            rows = _run(ctx, seed, **kw)
             values.setdefault(label, []).append(_final_loss(rows))
             tau1, tau2, _ = resolve_schedule(kw.get("algorithm", "dfl"), kw.get("tau1", 4), kw.get("tau2", 4))
             local = np.concatenate([[0], np.cumsum(local_step_mask(tau1, tau2, kw["steps"]))])
@@ -165,7 +152,9 @@ def _steps_for(local_steps: int, tau1: int, tau2: int) -> int:
     return (local_steps // tau1) * (tau1 + tau2)
 
 
-def _fig6(quick: bool, local: int, tau2s: list[int], same_total: bool = True, **base: Any) -> dict[str, Any]:
+def _fig6(
+    ctx: CheckContext, local: int, tau2s: list[int], same_total: bool = True, **base: Any
+) -> dict[str, Any]:
     """Fig. 6 on one data set / topology: tau1 = 4, decreasing ``tau2s``.
 
     Reading B (the same number of local steps) always; reading A (the same total steps T) unless
@@ -175,7 +164,7 @@ def _fig6(quick: bool, local: int, tau2s: list[int], same_total: bool = True, **
 
     def reading(steps_for_tau2: Any) -> tuple[str, list, dict, str]:
         configs = {f"tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": steps_for_tau2(t)} for t in tau2s}
-        values, curves = _runs(configs, quick)  # tau2 = 4 is the same run in both readings
+        values, curves = _runs(configs, ctx)  # tau2 = 4 is the same run in both readings
         verdict, pairs = _ordering(values, order)
         return verdict, pairs, curves, ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
 
@@ -193,9 +182,9 @@ def _fig6(quick: bool, local: int, tau2s: list[int], same_total: bool = True, **
     }
 
 
-def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], quick: bool) -> Outcome:
+def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], ctx: CheckContext) -> Outcome:
     """Run ``configs`` (every seed) and judge the claim that their final losses rise along ``order``."""
-    values, curves = _runs(configs, quick)
+    values, curves = _runs(configs, ctx)
     verdict, pairs = _ordering(values, order)
     losses = ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
     return Outcome(
@@ -213,12 +202,12 @@ def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], quick
     "reading B: the same number of local steps",
     statement=(15, 4, 1),
 )
-def fig6(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
+def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """``tau2_best_first``: the claimed ranking of tau2 by final training loss, lowest loss first."""
-    local = _settings(quick)["local_steps"]
+    local = _settings(ctx.quick)["local_steps"]
     order = list(tau2_best_first)
-    ring_ = _fig6(quick, local, order)
-    quasi = _fig6(quick, local, order, topology="quasi-ring", weights="metropolis")
+    ring_ = _fig6(ctx, local, order)
+    quasi = _fig6(ctx, local, order, topology="quasi-ring", weights="metropolis")
     parts = {"ring": ring_, "quasi-ring": quasi}
     status = combined([v for part in parts.values() for v in part["verdicts"]])
     return Outcome(
@@ -253,15 +242,15 @@ def fig6(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
     "dfl-check --cifar-dir DIR (a folder holding cifar-10-batches-py) or $DFLKIT_CIFAR10_DIR",
     statement=(15, 4, 1),
 )
-def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
+def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig6-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""
-    folder = current().cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
+    folder = ctx.cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
     if not folder:
         raise DataError(
             "CIFAR-10 is not configured: pass --cifar-dir DIR (a folder holding cifar-10-batches-py) "
             "or set DFLKIT_CIFAR10_DIR"
         )
-    cfg = _cifar(quick)
+    cfg = _cifar(ctx.quick)
     claimed = [t for t in tau2_best_first if t in cfg["tau2s"]]
     if len(claimed) < 2:
         return Outcome(
@@ -271,7 +260,7 @@ def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
             {"claimed": list(tau2_best_first), "run": cfg["tau2s"]},
         )
     part = _fig6(
-        quick,
+        ctx,
         cfg["local_steps"],
         claimed,
         dataset="cifar10",
@@ -297,14 +286,14 @@ def fig6_cifar(quick: bool, tau2_best_first: tuple[int, ...]) -> Outcome:
     "DFL on the MNIST ring with tau1 in {1, 4, 10}, tau2 = 4, and synchronous SGD, the same total steps T",
     statement=("sync", "tau1=1", "tau1=4", "tau1=10"),
 )
-def fig7(quick: bool, best_first: tuple[str, ...]) -> Outcome:
+def fig7(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the runs by final training loss, lowest first."""
-    local = _settings(quick)["local_steps"]
+    local = _settings(ctx.quick)["local_steps"]
     steps = _steps_for(local, 4, 4)
     configs = {"sync": {"algorithm": "sync", "steps": steps}}
     configs |= {f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps} for t in (1, 4, 10)}
     order = list(best_first)
-    return _ranking_outcome(configs, order, quick)
+    return _ranking_outcome(configs, order, ctx)
 
 
 @check(
@@ -315,9 +304,9 @@ def fig7(quick: bool, best_first: tuple[str, ...]) -> Outcome:
     "(Metropolis, 0.98), same total steps",
     statement=("zeta=0 (complete)", "zeta=0.85 (quasi-ring)", "zeta=0.87 (ring)", "zeta=0.98 (path)"),
 )
-def fig8(quick: bool, best_first: tuple[str, ...]) -> Outcome:
+def fig8(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the topologies by final training loss, lowest first."""
-    local = _settings(quick)["local_steps"]
+    local = _settings(ctx.quick)["local_steps"]
     steps = _steps_for(local, 2, 4)
     configs = {
         "zeta=0 (complete)": {"topology": "complete", "tau1": 2, "tau2": 4, "steps": steps},
@@ -338,7 +327,7 @@ def fig8(quick: bool, best_first: tuple[str, ...]) -> Outcome:
         },
     }
     order = list(best_first)
-    return _ranking_outcome(configs, order, quick)
+    return _ranking_outcome(configs, order, ctx)
 
 
 FIG9_CLAIMS: dict[str, Any] = {
@@ -368,9 +357,9 @@ FIG9_CLAIMS: dict[str, Any] = {
     "reported at 25/40/50/100% of the horizon all runs reach (40% stands for 'wall-clock 4')",
     statement=FIG9_CLAIMS,
 )
-def fig9(quick: bool, claims: dict[str, Any]) -> Outcome:
+def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
     """``claims``: best-first orderings against steps, and (better, worse) pairs at wall-clock 4."""
-    local = _settings(quick)["local_steps"]
+    local = _settings(ctx.quick)["local_steps"]
     steps = _steps_for(local, 4, 4)
     d = 20490
     base = {"tau1": 4, "tau2": 4, "steps": steps, "gamma": 1.0}
@@ -391,7 +380,7 @@ def fig9(quick: bool, claims: dict[str, Any]) -> Outcome:
         "gossip delta=0.8": {**base, "algorithm": "cdfl", "compressor": "gossip", "compressor_param": 0.8},
         "gossip delta=0.6": {**base, "algorithm": "cdfl", "compressor": "gossip", "compressor_param": 0.6},
     }
-    values, curves = _runs(configs, quick)
+    values, curves = _runs(configs, ctx)
     verdict_sparse, pairs_sparse = _ordering(values, list(claims["sparsification"]))
     verdict_gossip, pairs_gossip = _ordering(values, list(claims["gossip"]))
     clock = {

@@ -20,6 +20,7 @@ import numpy as np
 from bounds import eta_max, mixing_matrix, spectral_summary
 from bounds.dfl.schedule import local_step_mask
 from bounds.graph.topologies import ring
+from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, Cell, judge_cells, public_rows
 
@@ -132,8 +133,8 @@ def _outcome(rows: list[dict], L: float, what: str, bound: Bound) -> Outcome:
     "eta in {eta_max, eta_max/4}; 500 (quick) or 4,000 samples",
     statement=PROPOSITION_1,
 )
-def prop1_least_squares(quick: bool, bound: Bound) -> Outcome:
-    rows, L = _grid("lstsq", quick)
+def prop1_least_squares(ctx: CheckContext, bound: Bound) -> Outcome:
+    rows, L = _grid("lstsq", ctx.quick)
     return _outcome(rows, L, "least squares", bound)
 
 
@@ -145,6 +146,6 @@ def prop1_least_squares(quick: bool, bound: Bound) -> Outcome:
     "constant), F_inf >= 0 as the lower bound",
     statement=PROPOSITION_1,
 )
-def prop1_logistic(quick: bool, bound: Bound) -> Outcome:
-    rows, L = _grid("logreg", quick)
+def prop1_logistic(ctx: CheckContext, bound: Bound) -> Outcome:
+    rows, L = _grid("logreg", ctx.quick)
     return _outcome(rows, L, "logistic regression", bound)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paper_checks.context import CheckContext
+
 __all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "library_digest", "load_checks"]
 
 STATUSES = ("holds", "violated", "inconclusive", "reference", "could not run")
@@ -34,7 +36,7 @@ class Check:
     """One claim of the paper (``ref`` is the paper's numbering) and the function that tests it.
 
     ``statement`` is the claim as data (a bound as a function, an ordering, a closed form, expected
-    signs): ``run(quick, statement)`` measures and then judges that statement, so a test can hand it a
+    signs): ``run(context, statement)`` measures and then judges that statement, so a test can hand it a
     deliberately wrong one and see ``violated`` (tests/test_check_mutations.py does, for every check).
     A ``reference`` check documents a value or a case outside the claim's assumptions; its status is
     ``reference`` and it has no statement to falsify.
@@ -44,20 +46,18 @@ class Check:
     ref: str
     claim: str
     method: str
-    run: Callable[[bool, Any], Outcome]
+    run: Callable[[CheckContext, Any], Outcome]
     statement: Any = None
     reference: bool = False
 
-    def __call__(self, quick: bool, statement: Any = None) -> Outcome:
-        """Run the check on ``statement`` (the paper's, by default)."""
-        return self.run(quick, self.statement if statement is None else statement)
+    def __call__(self, context: CheckContext, statement: Any = None) -> Outcome:
+        """Run the check in ``context`` on ``statement`` (the paper's, by default)."""
+        return self.run(context, self.statement if statement is None else statement)
 
-    def fingerprint(self, quick: bool) -> str:
-        """The cache key: changes with the check's module, the mode, the context (device, data) or any
-        source of ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a change)."""
-        from paper_checks.context import current
-
-        key = f"{self.id}|{library_digest(('bounds', 'sim', 'paper_checks'))}|quick={quick}|{current()}"
+    def fingerprint(self, context: CheckContext) -> str:
+        """The cache key: changes with the context (mode, device, data, folders) or any source of
+        ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a change)."""
+        key = f"{self.id}|{library_digest(('bounds', 'sim', 'paper_checks'))}|{context}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -83,17 +83,20 @@ def library_digest(packages: tuple[str, ...] = ("bounds", "sim")) -> str:
 CHECKS: dict[str, Check] = {}
 
 
+CheckFunction = Callable[[CheckContext, Any], Outcome]
+
+
 def check(
     id: str, ref: str, claim: str, method: str, statement: Any = None, reference: bool = False
-) -> Callable[[Callable[[bool, Any], Outcome]], Callable[[bool, Any], Outcome]]:
-    """Register ``fn(quick, statement) -> Outcome`` as the check of one claim.
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register ``fn(context, statement) -> Outcome`` as the check of one claim.
 
     Every check but a ``reference`` one must give the ``statement`` it tests.
     """
     if statement is None and not reference:
         raise ValueError(f"check {id!r} gives no statement to test (or declare it reference=True)")
 
-    def register(fn: Callable[[bool, Any], Outcome]) -> Callable[[bool, Any], Outcome]:
+    def register(fn: CheckFunction) -> CheckFunction:
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
         CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference)

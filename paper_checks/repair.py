@@ -23,9 +23,10 @@ from scipy import stats
 from bounds import eta_max, spectral_summary
 from bounds.dfl import formulas as f
 from bounds.dfl.montecarlo import TestFunction, cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
+from paper_checks.common import TOPOLOGIES
+from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check, combined
 from paper_checks.statements import REPAIR, Bound, Cell, ratio
-from paper_checks.theory import TOPOLOGIES
 
 PRECISION = 0.05  # target half-width of the 95% interval, relative to the bound
 MAX_RUNS = 20000
@@ -131,8 +132,8 @@ def _grid(quick: bool) -> dict[str, Any]:
     "Bonferroni-widened interval (level 0.05 / cells) lies above the bound; --full adds sigma^2 = 25",
     statement=REPAIR,
 )
-def repair_nonquadratic(quick: bool, bound: Bound) -> Outcome:
-    g = _grid(quick)
+def repair_nonquadratic(ctx: CheckContext, bound: Bound) -> Outcome:
+    g = _grid(ctx.quick)
     rows = []
     sizes = [len(g[k]) for k in ("functions", "topologies", "tau1", "tau2", "K", "eta/eta_max", "sigma2")]
     total = int(np.prod(sizes))  # simultaneous tests, for the family-wise (Bonferroni) verdict
@@ -182,7 +183,7 @@ def repair_nonquadratic(quick: bool, bound: Bound) -> Outcome:
     "with the full noise",
     statement=REPAIR,
 )
-def repair_correlated_noise(quick: bool, bound: Bound) -> Outcome:
+def repair_correlated_noise(ctx: CheckContext, bound: Bound) -> Outcome:
     rows, cells = [], []
     for fn, start, (name, build), tau1 in itertools.product(
         [quadratic(2), log_cosh(2)], [0.0, 2.0], [("J", None), ("ring", TOPOLOGIES["ring"])], [1, 2]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds.serialize import jsonable
-from paper_checks.context import CheckContext, using
+from paper_checks.context import CheckContext
 from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
 __all__ = ["run_checks", "write_report"]
@@ -24,16 +24,16 @@ def _cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
     return data if data.get("fingerprint") == fingerprint else None
 
 
-def run_one(chk: Check, quick: bool, cache_dir: Path) -> dict[str, Any]:
+def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any]:
     """Run (or load from cache) one check; a crash becomes 'could not run' with the reason."""
-    fingerprint = chk.fingerprint(quick)
-    path = cache_dir / f"{chk.id}-{'quick' if quick else 'full'}.json"
+    fingerprint = chk.fingerprint(context)
+    path = cache_dir / f"{chk.id}-{'quick' if context.quick else 'full'}.json"
     cached = _cached(path, fingerprint)
     if cached is not None:
         return {**cached, "cached": True}
     start = time.perf_counter()
     try:
-        outcome = chk(quick)
+        outcome = chk(context)
     except Exception as exc:  # a check that cannot run says why; the others still run
         outcome = Outcome(
             "could not run", f"{type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()}
@@ -77,11 +77,11 @@ def run_checks(
     cache_dir.mkdir(parents=True, exist_ok=True)
     chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
     results = []
-    with using(CheckContext(runs=out / "runs", device=device, cifar_dir=cifar_dir)):
-        for i, chk in enumerate(chosen, 1):
-            results.append(run_one(chk, quick, cache_dir))
-            if progress:
-                progress(i, len(chosen), results[-1])
+    context = CheckContext(quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir)
+    for i, chk in enumerate(chosen, 1):
+        results.append(run_one(chk, context, cache_dir))
+        if progress:
+            progress(i, len(chosen), results[-1])
     return results
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds import consensus_op_norm, eta_max, make_graph, mixing_matrix, spectral_summary
+from bounds import consensus_op_norm, eta_max, mixing_matrix, spectral_summary
 from bounds.cdfl.compression import QSGD, Gossip, Identity, RandK, TopK
 from bounds.cdfl.formulas import choco_gamma, choco_p
 from bounds.cdfl.proposition2 import cdfl_bound
@@ -15,7 +15,9 @@ from bounds.dfl import proof_sums as ps
 from bounds.dfl.monotonicity import drift_monotonicity
 from bounds.dfl.quadratic import exact_quadratic_dfl
 from bounds.dfl.schedule import local_step_mask
-from bounds.graph.topologies import quasi_ring, ring
+from bounds.graph.topologies import ring
+from paper_checks.common import TOPOLOGIES
+from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import (
     COROLLARY_1,
@@ -27,12 +29,6 @@ from paper_checks.statements import (
     judge_cells,
     public_rows,
 )
-
-TOPOLOGIES = {
-    "ring": lambda: mixing_matrix(ring(10)),
-    "quasi-ring": lambda: mixing_matrix(quasi_ring(10), "metropolis"),
-    "complete": lambda: mixing_matrix(make_graph("complete", 10)),
-}
 
 
 def _random_mixing(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -52,7 +48,7 @@ def _random_mixing(rng: np.random.Generator, n: int) -> np.ndarray:
     "(3,6), Metropolis-Hastings weights) was chosen to give 0.85, so it is no evidence",
     statement={"ring": 0.87},
 )
-def zeta_values(quick: bool, claimed: dict[str, float]) -> Outcome:
+def zeta_values(ctx: CheckContext, claimed: dict[str, float]) -> Outcome:
     r = spectral_summary(TOPOLOGIES["ring"]()).zeta
     q = spectral_summary(TOPOLOGIES["quasi-ring"]()).zeta
     ok = round(r, 2) == claimed["ring"]
@@ -73,7 +69,7 @@ def zeta_values(quick: bool, claimed: dict[str, float]) -> Outcome:
     "claimed direction (decreasing) must hold at every step until the variance reaches 0",
     statement={"node": 3, "direction": "decreasing"},
 )
-def fig3(quick: bool, claimed: dict[str, Any]) -> Outcome:
+def fig3(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
     C = mixing_matrix(ring(5))
     rows = [np.linalg.matrix_power(C, k)[claimed["node"] - 1] for k in range(41)]
     var = np.array([row.var() for row in rows])
@@ -107,10 +103,10 @@ LEMMAS_5_6_7 = {
     "C^j by matrix power",
     statement=LEMMAS_5_6_7,
 )
-def lemmas(quick: bool, claimed: dict[str, Any]) -> Outcome:
+def lemmas(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
     rng = np.random.default_rng(0)
     worst = {"lemma5": -np.inf, "lemma6": -np.inf, "lemma7_rel_error": 0.0}
-    for _ in range(40 if quick else 400):
+    for _ in range(40 if ctx.quick else 400):
         n = int(rng.integers(2, 51))
         C = _random_mixing(rng, n)
         z = spectral_summary(C, allow_disconnected=True).zeta
@@ -172,7 +168,7 @@ def _brute_sums(zeta: float, tau2: int, j: int) -> dict[str, float]:
     "sum j^5 against exact integer sums for tau1 = 1..12, tau2 = 0..5",
     statement=PROOF_SUMS,
 )
-def proof_sums(quick: bool, claimed: dict[str, Any]) -> Outcome:
+def proof_sums(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
     failures: dict[str, dict[str, Any]] = {}
 
     def fail(name: str, **where: Any) -> None:
@@ -306,12 +302,12 @@ def _bound_outcome(rows: list[dict[str, Any]], bound: Bound, note: str, extra: l
     "tau1, tau2, K and eta in {eta_max, eta_max/4}; plus the smallest counterexample found",
     statement=PROPOSITION_1,
 )
-def prop1_noise_free(quick: bool, bound: Bound) -> Outcome:
+def prop1_noise_free(ctx: CheckContext, bound: Bound) -> Outcome:
     note = (
         " Gossip steps count in T without any descent; the proof of Lemma 1 claims its inequality at "
         "gossip steps too."
     )
-    return _bound_outcome(_prop1_grid(quick, 0.0, False), bound, note, [_smallest_counterexample()])
+    return _bound_outcome(_prop1_grid(ctx.quick, 0.0, False), bound, note, [_smallest_counterexample()])
 
 
 @check(
@@ -321,8 +317,8 @@ def prop1_noise_free(quick: bool, bound: Bound) -> Outcome:
     "exact recursion (means and noise covariance) on the same grid with sigma^2 = 1",
     statement=PROPOSITION_1,
 )
-def prop1_noisy(quick: bool, bound: Bound) -> Outcome:
-    return _bound_outcome(_prop1_grid(quick, 1.0, False), bound, "")
+def prop1_noisy(ctx: CheckContext, bound: Bound) -> Outcome:
+    return _bound_outcome(_prop1_grid(ctx.quick, 1.0, False), bound, "")
 
 
 @check(
@@ -333,8 +329,8 @@ def prop1_noisy(quick: bool, bound: Bound) -> Outcome:
     "sigma^2 is taken as noise + max_i ||b_i - b_bar||^2 (the heterogeneity enters Assumption 1.5's sigma^2)",
     reference=True,
 )
-def prop1_non_iid(quick: bool, _: Any) -> Outcome:
-    rows = _prop1_grid(quick, 1.0, True)
+def prop1_non_iid(ctx: CheckContext, _: Any) -> Outcome:
+    rows = _prop1_grid(ctx.quick, 1.0, True)
     info = judge_cells(rows, PROPOSITION_1)
     return Outcome(
         "reference",
@@ -362,7 +358,7 @@ DRIFT_SIGNS = {"tau1": "positive", "tau2": "negative", "zeta": "positive"}
     "against the claimed one is a violation, a sign sympy cannot prove is inconclusive",
     statement=DRIFT_SIGNS,
 )
-def remarks(quick: bool, claimed: dict[str, str]) -> Outcome:
+def remarks(ctx: CheckContext, claimed: dict[str, str]) -> Outcome:
     proved = {d.variable: d.sign for d in drift_monotonicity()}
     against = [v for v, s in claimed.items() if proved[v] is not None and proved[v] != s]
     unknown = [v for v in claimed if proved[v] is None]
@@ -405,7 +401,7 @@ def _corollary1_grid(quick: bool) -> list[dict[str, Any]]:
     "at that tau2 (the corollary needs (eta), and eta_max ~ 1/(L tau) -> 0 as tau2 grows)",
     statement=COROLLARY_1,
 )
-def corollary_1(quick: bool, bound: Bound) -> Outcome:
+def corollary_1(ctx: CheckContext, bound: Bound) -> Outcome:
     maxima = {t2: float(eta_max(L=1, tau1=1, tau2=t2, zeta=0.5)) for t2 in (1, 10, 100, 1000)}
     note = (
         " Larger tau2 makes it worse: the gossip steps count in T (shrinking 2 gap / (eta T)) but give no "
@@ -414,7 +410,7 @@ def corollary_1(quick: bool, bound: Bound) -> Outcome:
         + ", ".join(f"{v:.2e}" for v in maxima.values())
         + ")."
     )
-    rows = _corollary1_grid(quick)
+    rows = _corollary1_grid(ctx.quick)
     # at finite tau2 Proposition 1's drift term 2 eta^2 L^2 sigma^2 q / (1 - q) is still there unless
     # sigma^2 = 0 or zeta = 0: only those cells test the corollary's limit claim
     exact = [r for r in rows if r["cell"].sigma2 == 0 or r["cell"].zeta < 1e-12]
@@ -456,12 +452,12 @@ def _complete_grid(quick: bool) -> list[dict[str, Any]]:
     "counterexample, which has C = J",
     statement=COROLLARY_2,
 )
-def corollary_2(quick: bool, bound: Bound) -> Outcome:
+def corollary_2(ctx: CheckContext, bound: Bound) -> Outcome:
     note = (
         " At zeta = 0 and sigma^2 = 0 the corollary is 2 gap / (eta T), which gossip steps (counted in T, "
         "no descent) break."
     )
-    return _bound_outcome(_complete_grid(quick), bound, note, [_smallest_counterexample()])
+    return _bound_outcome(_complete_grid(ctx.quick), bound, note, [_smallest_counterexample()])
 
 
 def _averaged_update(X: np.ndarray, G: np.ndarray, eta: float) -> np.ndarray:
@@ -478,7 +474,7 @@ def _averaged_update(X: np.ndarray, G: np.ndarray, eta: float) -> np.ndarray:
     "averaged update",
     statement=_averaged_update,
 )
-def equivalence(quick: bool, claimed: Any) -> Outcome:
+def equivalence(ctx: CheckContext, claimed: Any) -> Outcome:
     rng = np.random.default_rng(0)
     C = TOPOLOGIES["ring"]()
     X, G, eta = rng.normal(size=(10, 4)), rng.normal(size=(10, 4)), 0.1
@@ -504,7 +500,7 @@ def equivalence(quick: bool, claimed: Any) -> Outcome:
     "steps",
     statement=choco_p,
 )
-def lemma9(quick: bool, claimed_p: Any) -> Outcome:
+def lemma9(ctx: CheckContext, claimed_p: Any) -> Outcome:
     C = mixing_matrix(ring(6))
     s = spectral_summary(C)
     rng = np.random.default_rng(3)
@@ -512,7 +508,7 @@ def lemma9(quick: bool, claimed_p: Any) -> Outcome:
     for q in (TopK(3), RandK(3), Gossip(0.5)):
         delta = q.delta(12)
         gamma, p = choco_gamma(1 - s.zeta, delta, s.beta_mix), float(claimed_p(1 - s.zeta, delta))
-        runs = 1 if isinstance(q, TopK) else (10 if quick else 40)
+        runs = 1 if isinstance(q, TopK) else (10 if ctx.quick else 40)
         errors = np.zeros(301)
         X0 = rng.normal(size=(6, 12))
         for _ in range(runs):
@@ -596,10 +592,10 @@ def _enumerated_error(q: Any, x: np.ndarray) -> float:
     "vectors of dimension 1..8, against (1 - delta) ||x||^2 with the claimed delta",
     statement=paper_delta,
 )
-def assumption2(quick: bool, claimed_delta: Any) -> Outcome:
+def assumption2(ctx: CheckContext, claimed_delta: Any) -> Outcome:
     rng = np.random.default_rng(0)
     worst: dict[str, float] = {}
-    for _ in range(60 if quick else 400):
+    for _ in range(60 if ctx.quick else 400):
         d = int(rng.integers(1, 9))
         x = rng.normal(size=d) * rng.exponential(size=d)
         for q in (Identity(), RandK(max(1, d // 3)), TopK(max(1, d // 3)), Gossip(0.3), QSGD(1), QSGD(4)):
@@ -631,7 +627,7 @@ def _a_of_kappa(kappa: float) -> float:
     "only a >= 16 kappa, so a failure here is a gap in Proposition 2's hypotheses",
     statement=_a_of_kappa,
 )
-def lemma13_conditions(quick: bool, claimed_a: Any) -> Outcome:
+def lemma13_conditions(ctx: CheckContext, claimed_a: Any) -> Outcome:
     rows = []
     a = float(claimed_a(10.0))
     for tau1 in range(1, 9):
@@ -687,7 +683,7 @@ def lemma13_conditions(quick: bool, claimed_a: Any) -> Outcome:
     "1/(2 - eta L)): repair-nonquadratic tests it where the drift matters",
     statement=REPAIR,
 )
-def prop1_candidate(quick: bool, bound: Bound) -> Outcome:
-    rows = _prop1_grid(quick, 0.0, False) + _prop1_grid(quick, 1.0, False)
+def prop1_candidate(ctx: CheckContext, bound: Bound) -> Outcome:
+    rows = _prop1_grid(ctx.quick, 0.0, False) + _prop1_grid(ctx.quick, 1.0, False)
     note = " A numerical check of our derivation sketch, not a machine-checked proof."
     return _bound_outcome(rows, bound, note, [_smallest_counterexample()])

@@ -20,7 +20,7 @@ import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
 from bounds.dfl import formulas as f
 from bounds.dfl import proof_sums as ps
-from paper_checks.context import CheckContext, using
+from paper_checks.context import CheckContext
 from paper_checks.registry import load_checks
 from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, scaled
 from paper_checks.theory import LEMMAS_5_6_7, PROOF_SUMS, paper_delta
@@ -118,7 +118,7 @@ def test_every_check_has_a_mutation_pair() -> None:
 def test_reference_checks_report_reference() -> None:
     for chk in CHECKS.values():
         if chk.reference:
-            assert chk(True).status == "reference"
+            assert chk(CheckContext(quick=True)).status == "reference"
 
 
 def test_a_check_without_a_statement_cannot_be_registered() -> None:
@@ -128,7 +128,7 @@ def test_a_check_without_a_statement_cannot_be_registered() -> None:
         check("no-statement", "nowhere", "a claim", "a method")
 
 
-def _fake_runs(configs: dict[str, dict], quick: bool) -> tuple[dict, dict]:
+def _fake_runs(configs: dict[str, dict], ctx: CheckContext) -> tuple[dict, dict]:
     """Two seeds per configuration, final loss FAKE_LOSS +- 0.01, all on the same time axis."""
     values, curves = {}, {}
     for label in configs:
@@ -155,8 +155,7 @@ def cheap(monkeypatch, tmp_path):
         "topologies": ["complete", "ring"],
     }
     monkeypatch.setattr(repair, "_grid", lambda quick: grid)
-    with using(context):
-        yield
+    return context
 
 
 _RUNS: list = []
@@ -172,9 +171,9 @@ def _shared_runs(tmp_path):
 @pytest.mark.parametrize("check_id", sorted(PAIRS))
 def test_check_holds_on_a_true_statement_and_is_violated_by_a_wrong_one(check_id: str, cheap) -> None:
     true, wrong = PAIRS[check_id]
-    held = CHECKS[check_id](True, true)
+    held = CHECKS[check_id](cheap, true)
     assert held.status == "holds", held.summary
-    broken = CHECKS[check_id](True, wrong)
+    broken = CHECKS[check_id](cheap, wrong)
     assert broken.status == "violated", broken.summary
 
 
@@ -188,4 +187,4 @@ def test_the_default_statement_is_the_papers() -> None:
 
 def test_a_ranking_of_runs_not_made_is_inconclusive(cheap) -> None:
     """fig6-cifar runs tau2 = 15 and 1 in quick mode: a statement about (4, 15) has nothing to compare."""
-    assert CHECKS["fig6-cifar"](True, (4, 15)).status == "inconclusive"
+    assert CHECKS["fig6-cifar"](cheap, (4, 15)).status == "inconclusive"
