@@ -4,7 +4,7 @@ Sub-commands::
 
     dfl-bounds topology NAME --nodes N [--weights RULE] [--json]
     dfl-bounds dfl --L --sigma2 --nodes --eta --tau1 --tau2 (--zeta Z | --topology NAME)
-                   --T --gap [--beta-var B] [--weights RULE] [--json]
+                   --T --gap [--beta-var B] [--heterogeneity V] [--weights RULE] [--json]
     dfl-bounds cdfl --L --mu --sigma2 --G2 --nodes --tau1 --tau2 --K (--zeta Z --beta B | --topology NAME)
                     (--delta D | --compressor NAME --compressor-param P --dim D) [--json]
     dfl-bounds compare (the dfl flags) [--mu --G2 (--delta D | --compressor ...)] [--json]
@@ -329,6 +329,16 @@ def _build_parser() -> OneLineParser:
     _add_graph(dfl)
     dfl.add_argument(
         "--beta-var", type=float, default=0.0, help="variance-growth parameter of Lemma 2 (default 0)"
+    )
+    dfl.add_argument(
+        "--heterogeneity",
+        type=float,
+        default=0.0,
+        metavar="V",
+        help="varsigma^2 >= 0 of non-i.i.d. data, (1/N) sum_i ||grad f_i - grad F||^2 <= V (default 0). "
+        "Adds heterogeneity_term, drift_term_paper and drift_term_repaired: each bounds L^2 times the "
+        "mean over the local steps of ||X_t (I - J)||_F^2 / N (drift_term_paper is the paper's term, "
+        "with no heterogeneity part), and bound_non_iid, valid when non_iid_condition_ok",
     )
 
     cdfl = _command(

@@ -111,6 +111,7 @@ CHECK_MODULES = (
     "paper_checks.drift",
     "paper_checks.real_problems",
     "paper_checks.repair",
+    "paper_checks.heterogeneity",
 )
 
 

@@ -103,6 +103,8 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
         stated, corrected, ylabel = DRIFT_FIGURES[result["id"]]
         figure = drift_vs_bound(evidence["table"], stated, corrected, ylabel)
         made.append(save(figure, folder / f"{result['id']}-vs-bound")[0])
+    if result["id"] == "drift-non-iid-cnn" and evidence.get("table"):
+        made += _non_iid_figures(evidence["table"], folder)
     curves = evidence.get("curves")
     if curves:
         groups = curves if all(isinstance(v, dict) for v in curves.values()) else {"": curves}
@@ -118,6 +120,19 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
                         folder / f"{name}-wallclock",
                     )[0]
                 )
+    return made
+
+
+def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """drift-non-iid-cnn: one heatmap per partition (measured / bound over tau1 x tau2, a panel per
+    topology) and the measured drift against zeta."""
+    from plots.figures import drift_against_zeta, drift_ratio_heatmaps, save
+
+    made = []
+    for partition in dict.fromkeys(r["partition"] for r in table):
+        name = f"drift-non-iid-cnn-heatmap-{partition.replace(' ', '-')}"
+        made.append(save(drift_ratio_heatmaps(table, partition), folder / name)[0])
+    made.append(save(drift_against_zeta(table), folder / "drift-non-iid-cnn-vs-zeta")[0])
     return made
 
 

@@ -17,10 +17,13 @@ from bounds.dfl import formulas as f
 __all__ = [
     "COROLLARY_1",
     "COROLLARY_2",
+    "NON_IID_REPAIR",
     "PROPOSITION_1",
     "REPAIR",
     "Bound",
     "Cell",
+    "exceeds",
+    "floored_ratio",
     "judge_cells",
     "public_rows",
     "ratio",
@@ -41,6 +44,8 @@ class Cell:
     zeta: float
     K: int
     gap: float
+    varsigma2: float = 0.0
+    """Heterogeneity of non-i.i.d. data (0: the paper's i.i.d. setting)."""
 
     @property
     def T(self) -> int:
@@ -83,7 +88,15 @@ def _repair(c: Cell) -> float:
 PROPOSITION_1 = Bound("Proposition 1, eq. (upper-bound)", _prop1)
 COROLLARY_1 = Bound("Corollary 1: 2 gap / (eta T) + eta L sigma^2 / N", _sync)
 COROLLARY_2 = Bound("Corollary 2: Corollary 1 + 2 eta^2 L^2 sigma^2 (tau1 - 1)", _corollary2)
+
+
+def _non_iid(c: Cell) -> float:
+    args = (c.eta, c.L, c.sigma2, c.varsigma2, c.N, c.tau1, c.tau2, c.zeta, c.K, c.gap)
+    return f.non_iid_local_step_bound(*args)
+
+
 REPAIR = Bound("our repair (local-step average)", _repair, over="local")
+NON_IID_REPAIR = Bound("our non-i.i.d. repair (local-step average)", _non_iid, over="local")
 
 
 def scaled(bound: Bound, factor: float) -> Bound:
@@ -100,18 +113,31 @@ def ratio(lhs: float, rhs: float) -> float:
     return 0.0 if lhs <= 0 else float("inf")
 
 
+def exceeds(lhs: float, rhs: float, floor: float = 0.0, rtol: float = 1e-9) -> bool:
+    """lhs > rhs beyond rounding: sides at or below ``floor`` (the rounding floor of an exact
+    computation) count as 0, and the excess must be more than ``rtol`` (relative)."""
+    lhs, rhs = (0.0 if v <= floor else v for v in (lhs, rhs))
+    return lhs > rhs * (1 + rtol)
+
+
+def floored_ratio(lhs: float, rhs: float, floor: float = 0.0) -> float:
+    """:func:`ratio` with sides at or below ``floor`` counted as 0 (no ratios of rounding noise)."""
+    return ratio(*(0.0 if v <= floor else v for v in (lhs, rhs)))
+
+
 def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) -> dict[str, Any]:
-    """Evaluate ``bound`` on exact cells (each row has 'cell', 'lhs_all', 'lhs_local').
+    """Evaluate ``bound`` on exact cells (each row has 'cell', 'lhs_all', 'lhs_local' and optionally
+    'rounding', the absolute rounding floor of its exact computation).
 
     Adds 'lhs', 'rhs', 'ratio' to every row (the left side the bound names) and returns the
-    verdict: 'violated' if some left side exceeds its bound by more than ``rtol`` (relative),
-    'inconclusive' if a side is NaN somewhere (and nothing is violated), else 'holds'.
+    verdict: 'violated' if some left side exceeds its bound by more than ``rtol`` (relative) and
+    the rounding floor, 'inconclusive' if a side is NaN somewhere (and nothing is violated), else 'holds'.
     """
     for r in rows:
         r["lhs"] = r["lhs_all"] if bound.over == "all" else r["lhs_local"]
         r["rhs"] = float(bound.rhs(r["cell"]))
-        r["ratio"] = ratio(r["lhs"], r["rhs"])
-    bad = [r for r in rows if r["lhs"] > r["rhs"] * (1 + rtol)]
+        r["ratio"] = floored_ratio(r["lhs"], r["rhs"], r.get("rounding", 0.0))
+    bad = [r for r in rows if exceeds(r["lhs"], r["rhs"], r.get("rounding", 0.0), rtol)]
     undefined = [r for r in rows if math.isnan(r["lhs"]) or math.isnan(r["rhs"])]  # no verdict there
     worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
     status = "violated" if bad else "inconclusive" if undefined else "holds"
@@ -125,6 +151,6 @@ def public_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         c = r["cell"]
         head = {"tau1": c.tau1, "tau2": c.tau2, "K": c.K, "zeta": round(c.zeta, 4), "N": c.N}
-        head |= {"sigma2": c.sigma2, "eta": c.eta}
+        head |= {"sigma2": c.sigma2, "eta": c.eta} | ({"varsigma2": c.varsigma2} if c.varsigma2 else {})
         out.append(head | {k: v for k, v in r.items() if k != "cell"})
     return out

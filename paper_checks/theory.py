@@ -321,26 +321,6 @@ def prop1_noisy(ctx: CheckContext, bound: Bound) -> Outcome:
     return _bound_outcome(_prop1_grid(ctx.quick, 1.0, False), bound, "")
 
 
-@check(
-    "prop1-non-iid",
-    "Proposition 1 (Assumption 1.4)",
-    "The bound for non-i.i.d. data (outside the proposition's assumptions: reference only).",
-    "exact recursion with different minimisers b_i per node; Assumption 1.4 (E g_i = grad F) then fails, so "
-    "sigma^2 is taken as noise + max_i ||b_i - b_bar||^2 (the heterogeneity enters Assumption 1.5's sigma^2)",
-    reference=True,
-)
-def prop1_non_iid(ctx: CheckContext, _: Any) -> Outcome:
-    rows = _prop1_grid(ctx.quick, 1.0, True)
-    info = judge_cells(rows, PROPOSITION_1)
-    return Outcome(
-        "reference",
-        f"{info['violations']} of {info['cells']} cells exceed the bound (worst ratio "
-        f"{info['worst']['ratio']:.3f} at {_cell(info['worst'])}). Non-i.i.d. data are outside the "
-        "proposition's assumptions (E g_i != grad F), so neither outcome settles the claim.",
-        {"cells": info["cells"], "violations": info["violations"], "table": public_rows(rows)},
-    )
-
-
 def _cell(r: dict) -> str:
     c = r["cell"]
     where = f"{r['topology']}, tau1 = {c.tau1}, tau2 = {c.tau2}, K = {c.K}, sigma^2 = {c.sigma2:g}"

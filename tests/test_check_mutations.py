@@ -16,13 +16,14 @@ import pytest
 
 import paper_checks.drift as drift
 import paper_checks.experiments as experiments
+import paper_checks.heterogeneity as heterogeneity
 import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
 from bounds.dfl import formulas as f
 from bounds.dfl import proof_sums as ps
 from paper_checks.context import CheckContext
 from paper_checks.registry import load_checks
-from paper_checks.statements import PROPOSITION_1, REPAIR, Bound, scaled
+from paper_checks.statements import NON_IID_REPAIR, PROPOSITION_1, REPAIR, Bound, scaled
 from paper_checks.theory import LEMMAS_5_6_7, PROOF_SUMS, paper_delta
 
 CHECKS = load_checks()
@@ -106,6 +107,11 @@ PAIRS: dict[str, tuple[Any, Any]] = {
         ("zeta=0.98 (path)", "zeta=0.87 (ring)", "zeta=0.85 (quasi-ring)", "zeta=0 (complete)"),
     ),
     "fig9-cdfl": (FIG9_TRUE, experiments.FIG9_CLAIMS),  # the paper's wall-clock claims contradict the data
+    "drift-non-iid": (  # the wrong one drops the heterogeneity part
+        f.drift_term_repaired,
+        lambda eta, L, s2, v2, t1, t2, z: f.drift_term_repaired(eta, L, s2, 0.0, t1, t2, z),
+    ),
+    "prop1-non-iid": (NON_IID_REPAIR, REPAIR),  # the i.i.d. repair ignores heterogeneity
 }
 
 
@@ -155,6 +161,8 @@ def cheap(monkeypatch, tmp_path):
         "topologies": ["complete", "ring"],
     }
     monkeypatch.setattr(repair, "_grid", lambda quick: grid)
+    small = heterogeneity._grid(True) | {"tau1": [1, 3], "tau2": [1, 4], "K": [1, 8], "random": 10}
+    monkeypatch.setattr(heterogeneity, "_grid", lambda quick: small)
     return context
 
 

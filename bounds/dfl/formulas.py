@@ -19,6 +19,8 @@ T          total steps (local and gossip)
 gap        F(u_1) - F_inf
 beta_var   variance-growth parameter of Lemma 2:
            E||g(w) - grad F(w)||^2 <= beta_var ||grad F(w)||^2 + sigma^2
+varsigma2  heterogeneity varsigma^2 (non-i.i.d. data, not in the paper):
+           (1/N) sum_i ||grad f_i(w) - grad F(w)||^2 <= varsigma^2
 =========  ==========================================================
 
 Division by zero (zeta = 1 or tau2 = 0: gossip never mixes) is left to the
@@ -37,17 +39,24 @@ __all__ = [
     "drift_factor",
     "drift_factor_corrected",
     "drift_factor_repaired",
+    "drift_recursion_coefficient",
+    "drift_recursion_factor",
+    "drift_term_repaired",
     "eta_condition_lhs",
     "eta_max",
     "eta_max_from_quadratic",
+    "eta_max_non_iid",
     "general_eta_condition_lhs",
     "general_eta_max",
     "gossip_coefficient",
+    "heterogeneity_factor",
+    "heterogeneity_term",
     "lemma1_condition_lhs",
     "limit_T_inf",
     "local_drift_bound_103",
     "local_drift_term",
     "local_drift_term_corrected",
+    "non_iid_local_step_bound",
     "quadratic_condition_lhs",
     "sqrt",
     "sync_sgd_term",
@@ -234,3 +243,113 @@ def eta_max_from_quadratic(a: Any, b: Any, L: Any) -> Any:
     x = 2 / (b + sqrt(b^2 + 4 a)), divided by L. a = inf gives 0.
     """
     return 2 / (b + sqrt(b**2 + 4 * a)) / L
+
+
+# --- Non-i.i.d. data (issue 13): the heterogeneity-aware repair -------------------------------------
+#
+# Setting: node i holds f_i, F = (1/N) sum_i f_i, every f_i L-smooth, g_i unbiased for grad f_i(w_i) with
+# E||g_i - grad f_i(w_i)||^2 <= sigma^2 (beta_var = 0), and the heterogeneity of Koloskova et al. (2020)
+# / Lian et al. (2017): (1/N) sum_i ||grad f_i(w) - grad F(w)||^2 <= varsigma^2 (only needed at the
+# average models u_s of the local steps). Derivation: see :func:`drift_term_repaired`.
+
+
+def heterogeneity_factor(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """h = (tau1^2 z / (1 - z) + (tau1 - 1)(2 tau1 - 1) / 6) / (1 - z), z = zeta^tau2.
+
+    The heterogeneity part of the drift is 4 eta^2 L^2 varsigma^2 h (before the recursion factor):
+    tau1^2 z / (1 - z) from the earlier rounds, (tau1 - 1)(2 tau1 - 1) / 6 the mean over a round's local
+    steps i of (i - 1)^2, from the current one.
+    """
+    z = zeta**tau2
+    return (tau1**2 * z / (1 - z) + (tau1 - 1) * (2 * tau1 - 1) / 6) / (1 - z)
+
+
+def drift_recursion_coefficient(tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """a_D = 4 / (1 - z) (tau1^2 z / (1 - z) + tau1 (tau1 - 1) / 2), z = zeta^tau2; rho_D = (eta L)^2 a_D."""
+    z = zeta**tau2
+    return 4 / (1 - z) * (tau1**2 * z / (1 - z) + tau1 * (tau1 - 1) / 2)
+
+
+def drift_recursion_factor(eta: Any, L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """rho_D = (eta L)^2 a_D: the share of the drift that the drift itself feeds back (must be <= 1/2)."""
+    return (eta * L) ** 2 * drift_recursion_coefficient(tau1, tau2, zeta)
+
+
+def heterogeneity_term(eta: Any, L: Any, varsigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """4 eta^2 L^2 varsigma^2 h / (1 - rho_D): the heterogeneity part of :func:`drift_term_repaired`."""
+    rho = drift_recursion_factor(eta, L, tau1, tau2, zeta)
+    return 4 * eta**2 * L**2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta) / (1 - rho)
+
+
+def drift_term_repaired(
+    eta: Any, L: Any, sigma2: Any, varsigma2: Any, tau1: Any, tau2: Any, zeta: Any
+) -> Any:
+    """Bound on L^2 x the mean over the local steps t of E||X_t (I - J)||_F^2 / N, non-i.i.d. data.
+
+        (2 eta^2 L^2 sigma^2 D_rep + 4 eta^2 L^2 varsigma^2 h) / (1 - rho_D),
+
+    D_rep = :func:`drift_factor_repaired`, h = :func:`heterogeneity_factor`, rho_D =
+    :func:`drift_recursion_factor`, valid when rho_D <= 1/2 (the step-size condition, so the factor
+    is at most 2). Derivation, along the paper's A_1 / A_2 route (Appendix A), at local step
+    t = j tau + i (i <= tau1), with Delta_t = E||X_t (I - J)||_F^2:
+
+    1. (Reused) X_t (I - J) = -eta sum_{r <= j} Y_r (C^{(j-r) tau2} - J) and ||a + b||^2 <= 2||a||^2
+       + 2||b||^2 split Delta_t into A_1 (the noise Y_r - Q_r) and A_2 (the gradients Q_r). A_1 is
+       the paper's (64)-(79) unchanged (the noises are still martingale differences when
+       E g_i = grad f_i): 2 eta^2 N sigma^2 (tau1 q / (1 - q) + i - 1), q = zeta^(2 tau2).
+    2. (New) In A_2 the gradients are the nodes' own: Q_r = sum_s grad f(X_s). Since
+       1^T (C^k - J) = 0, Q_r (C^k - J) = Z_r (C^k - J) with Z_r = sum_s E_s and
+       E_s = grad f(X_s) - grad F(u_s) 1^T = D_s + H_s, D_s the columns grad f_i(w_i) - grad f_i(u_s)
+       (||D_s||_F^2 <= L^2 ||X_s (I - J)||_F^2) and H_s the columns grad f_i(u_s) - grad F(u_s)
+       (E||H_s||_F^2 <= N varsigma^2). The paper instead bounds ||Q_r|| by the global gradients
+       grad F(X_s) and cancels them against Lemma 1's negative term; with f_i != F that term is
+       -(1 - eta L) ||(1/N) sum_i grad f_i(w_i)||^2 and cannot absorb the per-node gradients.
+    3. (Reused, Lemmas 5 and 7) ||sum_r Z_r (C^{(j-r) tau2} - J)||_F <= sum_r z^{j-r} ||Z_r||_F,
+       z = zeta^tau2; Cauchy-Schwarz with weights z^{j-r} (sum <= 1 / (1 - z)) gives
+       A_2 <= 2 eta^2 / (1 - z) sum_r z^{j-r} ||Z_r||^2, and ||Z_r||^2 <= m_r sum_s ||E_s||^2
+       <= m_r sum_s (2 L^2 ||X_s (I - J)||^2 + 2 ||H_s||^2), m_r = tau1 (r < j) or i - 1 (r = j).
+    4. (New) The H part at step i is at most 4 eta^2 N varsigma^2 / (1 - z) (tau1^2 z / (1 - z) +
+       (i - 1)^2); the D part, summed over all local steps, is at most rho_D sum_s Delta_s (each
+       Delta_s returns with weight tau1^2 z / (1 - z) from later rounds and at most
+       tau1 (tau1 - 1) / 2 from its own). So sum_t Delta_t <= (sum A_1 + sum A_2^H) / (1 - rho_D).
+    5. Averaging over the local steps (the mean of i - 1 is (tau1 - 1) / 2, of (i - 1)^2
+       (tau1 - 1)(2 tau1 - 1) / 6; a shorter tail round has smaller means) and multiplying by
+       L^2 / N gives the term.
+
+    With varsigma^2 = 0 it is the i.i.d. repair's drift term divided by 1 - rho_D (the paper's
+    cancellation in step 2 is then available again and gives the undivided term: ``bound_repaired``).
+    """
+    rho = drift_recursion_factor(eta, L, tau1, tau2, zeta)
+    noise = 2 * eta**2 * L**2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
+    hetero = 4 * eta**2 * L**2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta)
+    return (noise + hetero) / (1 - rho)
+
+
+def non_iid_local_step_bound(
+    eta: Any, L: Any, sigma2: Any, varsigma2: Any, N: Any, tau1: Any, tau2: Any, zeta: Any, K: Any, gap: Any
+) -> Any:
+    """The repaired Proposition 1 for non-i.i.d. data, a bound on the mean over the K tau1 local steps
+    of E||grad F(u_t)||^2:
+
+        2 gap / (eta K tau1) + eta L sigma^2 / N + drift_term_repaired,
+
+    under eta L <= 1 and rho_D <= 1/2. Lemma 1 for f_i != F: with H_t = (1/N) sum_i grad f_i(w_i)
+    (the mean update direction), -<grad F(u), H_t> = -||grad F(u)||^2 / 2 - ||H_t||^2 / 2
+    + ||grad F(u) - H_t||^2 / 2 and ||grad F(u) - H_t||^2 <= (L^2 / N) ||X (I - J)||_F^2 (every f_i
+    L-smooth, grad F(u) = (1/N) sum_i grad f_i(u)), so
+    E F(u_{t+1}) <= F(u_t) - eta ||grad F(u_t)||^2 / 2 - eta (1 - eta L) ||H_t||^2 / 2
+    + eta L^2 Delta_t / (2N) + eta^2 L sigma^2 / (2N) at a local step; summed over the local steps
+    only (u does not move at gossip steps) and divided by eta K tau1 / 2 it gives the first two
+    terms plus L^2 / N times the mean drift, bounded by :func:`drift_term_repaired`.
+    """
+    return (
+        2 * gap / (eta * K * tau1)
+        + eta * L * sigma2 / N
+        + drift_term_repaired(eta, L, sigma2, varsigma2, tau1, tau2, zeta)
+    )
+
+
+def eta_max_non_iid(L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
+    """Largest eta with eta L <= 1 and rho_D = (eta L)^2 a_D <= 1/2: 1 / (L max(1, sqrt(2 a_D)))."""
+    root = sqrt(2 * drift_recursion_coefficient(tau1, tau2, zeta))
+    return 1 / (L * (sympy.Max(1, root) if isinstance(root, sympy.Basic) else np.maximum(1.0, root)))

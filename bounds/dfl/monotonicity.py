@@ -17,13 +17,14 @@ After the substitution the sign must follow from sympy's assumptions alone; a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
 
 from bounds.dfl import formulas as f
 
-__all__ = ["DerivativeSign", "drift_monotonicity"]
+__all__ = ["DerivativeSign", "derivative_signs", "drift_monotonicity", "heterogeneity_monotonicity"]
 
 
 @dataclass(frozen=True)
@@ -45,22 +46,59 @@ def _sign(expr: sympy.Expr) -> str | None:
     return None
 
 
+_TAU1, _TAU2 = sympy.Symbol("tau1", positive=True), sympy.Symbol("tau2", positive=True)
+_ZETA, _R, _S = (sympy.Symbol(n, positive=True) for n in ("zeta", "r", "s"))
+_P = sympy.Symbol("p", nonnegative=True)
+
+
+def derivative_signs(
+    expr: sympy.Expr, claims: dict[sympy.Symbol, str], substitute: Callable[[sympy.Expr], sympy.Expr]
+) -> list[DerivativeSign]:
+    """The derivative of ``expr`` in each variable of ``claims``, and its sign after ``substitute``."""
+    results = []
+    for variable, claim in claims.items():
+        derivative = sympy.diff(expr, variable)
+        substituted = substitute(derivative)
+        results.append(DerivativeSign(str(variable), derivative, substituted, _sign(substituted), claim))
+    return results
+
+
 def drift_monotonicity() -> list[DerivativeSign]:
     """Derivatives of the local-drift term in tau1, tau2, zeta with the sign sympy proves on the domain."""
     eta, L, sigma2 = (sympy.Symbol(n, positive=True) for n in ("eta", "L", "sigma2"))
-    tau1, tau2 = sympy.Symbol("tau1", positive=True), sympy.Symbol("tau2", positive=True)
-    zeta, r, s = (
-        sympy.Symbol("zeta", positive=True),
-        sympy.Symbol("r", positive=True),
-        sympy.Symbol("s", positive=True),
-    )
-    drift = f.local_drift_term(eta, L, sigma2, tau1, tau2, zeta)
-    claims = {tau1: "increases with tau1 (Remark 1)", tau2: "decreases with tau2 (Remark 1)",
-              zeta: "increases with zeta (Remark 2)"}  # fmt: skip
-    results = []
-    for variable, claim in claims.items():
-        derivative = sympy.diff(drift, variable)
-        substituted = sympy.simplify(derivative.subs(zeta, sympy.exp(-r)))
-        substituted = sympy.simplify(substituted.subs(sympy.exp(2 * r * tau2), 1 + s))
-        results.append(DerivativeSign(str(variable), derivative, substituted, _sign(substituted), claim))
-    return results
+    drift = f.local_drift_term(eta, L, sigma2, _TAU1, _TAU2, _ZETA)
+    claims = {_TAU1: "increases with tau1 (Remark 1)", _TAU2: "decreases with tau2 (Remark 1)",
+              _ZETA: "increases with zeta (Remark 2)"}  # fmt: skip
+
+    def substitute(derivative: sympy.Expr) -> sympy.Expr:
+        substituted = sympy.simplify(derivative.subs(_ZETA, sympy.exp(-_R)))
+        return sympy.simplify(substituted.subs(sympy.exp(2 * _R * _TAU2), 1 + _S))
+
+    return derivative_signs(drift, claims, substitute)
+
+
+def heterogeneity_monotonicity() -> dict[str, list[DerivativeSign]]:
+    """Remarks 1 and 2 for the heterogeneity term of non-i.i.d. data (issue 13).
+
+    heterogeneity_term = 4 eta^2 L^2 varsigma^2 h / (1 - (eta L)^2 a_D) increases with h and with
+    a_D wherever (eta L)^2 a_D < 1, so it moves with tau1, tau2, zeta as h and a_D both do. Proved
+    here for h = :func:`bounds.dfl.formulas.heterogeneity_factor` and a_D =
+    :func:`bounds.dfl.formulas.drift_recursion_coefficient`, with zeta = exp(-r), zeta^tau2 =
+    1 / (1 + s) (s > 0 is exactly r tau2 > 0) and tau1 = 1 + p (p >= 0).
+    """
+    claims = {_TAU1: "increases with tau1 (Remark 1)", _TAU2: "decreases with tau2 (Remark 1)",
+              _ZETA: "increases with zeta (Remark 2)"}  # fmt: skip
+
+    def substitute(derivative: sympy.Expr) -> sympy.Expr:
+        substituted = derivative.subs(_ZETA, sympy.exp(-_R))
+        substituted = substituted.subs(sympy.exp(-_R * _TAU2), 1 / (1 + _S)).subs(_TAU1, 1 + _P)
+        return sympy.factor(sympy.simplify(substituted))
+
+    return {
+        "heterogeneity_factor": derivative_signs(
+            f.heterogeneity_factor(_TAU1, _TAU2, _ZETA), claims, substitute
+        ),
+        "drift_recursion_coefficient": derivative_signs(
+            f.drift_recursion_coefficient(_TAU1, _TAU2, _ZETA), claims, substitute
+        ),
+    }

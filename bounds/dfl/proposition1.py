@@ -47,8 +47,20 @@ class DFLBound(Result):
             + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
             n_local = K tau1 + min(tail, tau1) the local steps among the T (identical nodes,
             independent noises, under (eta)).
+        bound_non_iid: the repair for non-i.i.d. data (heterogeneity varsigma^2, README Finding 6):
+            2 gap / (eta n_local) + eta L sigma^2 / N + drift_term_repaired, a bound on the same
+            local-step average, under eta L <= 1 and rho_D <= 1/2 (``non_iid_condition_ok``).
         sync_sgd_term: 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N.
         local_drift_term: 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1).
+        drift_term_paper: the same term, under the name of the drift comparison: the paper's
+            bound on L^2 (1/(TN)) sum_t E||X_t (I - J)||_F^2 ((103) with (eta)), no heterogeneity part.
+        heterogeneity_term: the heterogeneity part of drift_term_repaired,
+            4 eta^2 L^2 varsigma^2 h / (1 - rho_D) (:func:`bounds.dfl.formulas.heterogeneity_term`).
+        drift_term_repaired: bound on L^2 times the mean over the local steps of
+            E||X_t (I - J)||_F^2 / N for non-i.i.d. data, noise and heterogeneity parts
+            (:func:`bounds.dfl.formulas.drift_term_repaired`); infinite where rho_D >= 1.
+        drift_recursion_factor: rho_D = (eta L)^2 a_D, the drift's feedback on itself.
+        non_iid_condition_ok: eta L <= 1 and rho_D <= 1/2; non_iid_eta_max: the largest such eta.
         limit_T_inf: eq. (inftyT), the bound as T -> infinity.
         eta_condition_lhs, eta_condition_ok: left side of (eta) and whether it is <= 1
             (up to the relative tolerance CONDITION_RTOL).
@@ -63,8 +75,15 @@ class DFLBound(Result):
 
     bound: Any
     bound_repaired: Any
+    bound_non_iid: Any
     sync_sgd_term: Any
     local_drift_term: Any
+    drift_term_paper: Any
+    heterogeneity_term: Any
+    drift_term_repaired: Any
+    drift_recursion_factor: Any
+    non_iid_condition_ok: Any
+    non_iid_eta_max: Any
     limit_T_inf: Any
     eta_condition_lhs: Any
     eta_condition_ok: Any
@@ -107,6 +126,7 @@ def _validated(**kw: Any) -> dict[str, np.ndarray]:
         "T": real_array("T", kw["T"], low=1, integer=True),
         "gap": real_array("gap", kw["gap"], low=0),
         "beta_var": real_array("beta_var", kw["beta_var"], low=0),
+        "heterogeneity": real_array("heterogeneity", kw["heterogeneity"], low=0),
     }
 
 
@@ -122,6 +142,7 @@ def dfl_bound(
     T: Any,
     gap: Any,
     beta_var: Any = 0.0,
+    heterogeneity: Any = 0.0,
 ) -> DFLBound:
     """Proposition 1: E[(1/T) sum_t ||grad F(u_t)||^2] <= bound, with its terms and conditions.
 
@@ -137,6 +158,8 @@ def dfl_bound(
         gap: F(u_1) - F_inf (>= 0).
         beta_var: variance-growth parameter of Lemma 2 (>= 0); used only by the
             general condition and Lemma 1.
+        heterogeneity: varsigma^2 >= 0, a bound on (1/N) sum_i ||grad f_i(w) - grad F(w)||^2 at the
+            average models of the local steps (0: i.i.d. data); used by the non-i.i.d. fields.
 
     Returns:
         A :class:`DFLBound`; arrays where any argument is an array.
@@ -149,10 +172,10 @@ def dfl_bound(
     (0.202006, 0.00100564, True)
     """
     inputs = {"L": L, "sigma2": sigma2, "N": N, "eta": eta, "tau1": tau1, "tau2": tau2, "zeta": zeta,
-              "T": T, "gap": gap, "beta_var": beta_var}  # fmt: skip
+              "T": T, "gap": gap, "beta_var": beta_var, "heterogeneity": heterogeneity}  # fmt: skip
     a = _validated(**inputs)
     eta_, L_, s2, N_, t1, t2, z = (a[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
-    T_, gap_, bv = a["T"], a["gap"], a["beta_var"]
+    T_, gap_, bv, v2 = a["T"], a["gap"], a["beta_var"], a["heterogeneity"]
     never_mixes = (1.0 - z**t2) == 0.0
 
     def mixing(value: np.ndarray, fill: float = np.inf) -> np.ndarray:
@@ -171,6 +194,7 @@ def dfl_bound(
             "bound": mixing(f.upper_bound(eta_, L_, s2, N_, t1, t2, z, T_, gap_)),
             "sync_sgd_term": f.sync_sgd_term(eta_, L_, s2, N_, T_, gap_),
             "local_drift_term": mixing(f.local_drift_term(eta_, L_, s2, t1, t2, z)),
+            "drift_term_paper": mixing(f.local_drift_term(eta_, L_, s2, t1, t2, z)),
             "limit_T_inf": mixing(f.limit_T_inf(eta_, L_, s2, N_, t1, t2, z)),
             "eta_condition_lhs": lhs,
             "eta_condition_ok": lhs <= 1.0 + CONDITION_RTOL,
@@ -187,10 +211,27 @@ def dfl_bound(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         repaired = f.candidate_local_step_bound(eta_, L_, s2, N_, t1, t2, z, local_rounds, gap_)
         out["bound_repaired"] = mixing(repaired)
+        rho = mixing(f.drift_recursion_factor(eta_, L_, t1, t2, z))
+        feeds_back = ~(rho < 1)  # the recursion does not close: no finite bound
+
+        def closed(value: np.ndarray) -> np.ndarray:
+            return np.where(feeds_back, np.inf, mixing(value))
+
+        out["heterogeneity_term"] = closed(f.heterogeneity_term(eta_, L_, v2, t1, t2, z))
+        out["drift_term_repaired"] = closed(f.drift_term_repaired(eta_, L_, s2, v2, t1, t2, z))
+        out["bound_non_iid"] = closed(
+            f.non_iid_local_step_bound(eta_, L_, s2, v2, N_, t1, t2, z, local_rounds, gap_)
+        )
+        out["drift_recursion_factor"] = rho
+        out["non_iid_condition_ok"] = (eta_ * L_ <= 1.0 + CONDITION_RTOL) & (
+            rho <= 0.5 * (1 + CONDITION_RTOL)
+        )
+        out["non_iid_eta_max"] = mixing(f.eta_max_non_iid(L_, t1, t2, z), 0.0)
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
     out = {k: scalar_or_array(np.asarray(v)) for k, v in out.items()}
-    out = {"bound": out.pop("bound"), "bound_repaired": out.pop("bound_repaired"), **out}
+    first = ("bound", "bound_repaired", "bound_non_iid")
+    out = {**{k: out.pop(k) for k in first}, **out}
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     return DFLBound(**out, message=message, inputs=inputs)

@@ -37,6 +37,7 @@ zeta = sympy.Symbol("zeta", nonnegative=True)
 T = sympy.Symbol("T", positive=True, integer=True)
 gap = sympy.Symbol("Delta", nonnegative=True)  # F(u_1) - F_inf
 beta_var = sympy.Symbol("beta_var", nonnegative=True)
+varsigma2 = sympy.Symbol("varsigma^2", nonnegative=True)  # heterogeneity of non-i.i.d. data
 
 SYMBOLS: dict[str, sympy.Symbol] = {
     "eta": eta,
@@ -49,6 +50,7 @@ SYMBOLS: dict[str, sympy.Symbol] = {
     "T": T,
     "gap": gap,
     "beta_var": beta_var,
+    "varsigma2": varsigma2,
 }
 
 _BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
@@ -62,6 +64,10 @@ _BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
     "lemma1_condition_lhs": lambda: f.lemma1_condition_lhs(eta, L, N, beta_var),
     "eta_max": lambda: f.eta_max(L, tau1, tau2, zeta),
     "general_eta_max": lambda: f.general_eta_max(L, N, tau1, tau2, zeta, beta_var),
+    "heterogeneity_term": lambda: f.heterogeneity_term(eta, L, varsigma2, tau1, tau2, zeta),
+    "drift_term_repaired": lambda: f.drift_term_repaired(eta, L, sigma2, varsigma2, tau1, tau2, zeta),
+    "drift_recursion_factor": lambda: f.drift_recursion_factor(eta, L, tau1, tau2, zeta),
+    "eta_max_non_iid": lambda: f.eta_max_non_iid(L, tau1, tau2, zeta),
 }
 EXPRESSIONS = tuple(_BUILDERS)
 
