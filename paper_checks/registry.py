@@ -112,6 +112,8 @@ CHECK_MODULES = (
     "paper_checks.real_problems",
     "paper_checks.repair",
     "paper_checks.heterogeneity",
+    "paper_checks.heterogeneity_cnn",
+    "paper_checks.planner",
 )
 
 

@@ -130,7 +130,7 @@ def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
 
     made = []
     for partition in dict.fromkeys(r["partition"] for r in table):
-        name = f"drift-non-iid-cnn-heatmap-{partition.replace(' ', '-')}"
+        name = f"drift-non-iid-cnn-heatmap-{partition.replace(' ', '-').replace('.', '_')}"
         made.append(save(drift_ratio_heatmaps(table, partition), folder / name)[0])
     made.append(save(drift_against_zeta(table), folder / "drift-non-iid-cnn-vs-zeta")[0])
     return made

@@ -233,7 +233,8 @@ def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -
 
 def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
     """drift-non-iid-cnn: the measured drift (mean over local steps of ||X (I - J)||_F^2 / N) against zeta,
-    one panel per partition, one line per (tau1, tau2), the bound divided by L^2 dashed."""
+    one panel per partition, one line per (tau1, tau2), the bound divided by L^2 dashed; values below
+    the run's float32 rounding floor (column ``rounding``) are drawn at it."""
     frame = pd.DataFrame(rows)
     partitions = list(dict.fromkeys(frame["partition"]))
     fig, axes = plt.subplots(
@@ -243,15 +244,52 @@ def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
         part = frame[frame["partition"] == partition]
         for (tau1, tau2), line in part.groupby(["tau1", "tau2"]):
             line = line.sort_values("zeta")
-            shown = ax.plot(
-                line["zeta"], line["local_drift_mean"], marker="o", label=f"$\\tau$ = ({tau1}, {tau2})"
-            )
-            ax.plot(line["zeta"], line["bound"] / line["L"] ** 2, ls="--", color=shown[0].get_color(), lw=0.8)
+            floor = line["rounding"] if "rounding" in line else 0.0  # float32 rounding: drawn at the floor
+            drift = np.maximum(line["local_drift_mean"], floor)
+            shown = ax.plot(line["zeta"], drift, marker="o", label=f"$\\tau$ = ({tau1}, {tau2})")
+            bound = np.maximum(line["bound"] / line["L"] ** 2, floor)
+            ax.plot(line["zeta"], bound, ls="--", color=shown[0].get_color(), lw=0.8)
         ax.set_yscale("log")
         ax.set_xlabel(r"$\zeta$")
         ax.set_title(partition, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("measured drift (dashed: bound / $L^2$)")
+    axes[0][0].set_ylabel("drift (dashed: bound / $L^2$;\nbelow float32 rounding: at it)", fontsize=8)
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
+    """``dfl-sim plan``: the bound's prediction against the measured final loss (seed spread as error
+    bars, the bound's choice marked), and the measured loss against the gossip steps each configuration
+    spends of the same budget, with its Pareto front (less communication and lower loss)."""
+    chosen = table.iloc[0]
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for group, marker in (("top", "o"), ("other", "s")):
+        part = table[table["group"] == group]
+        ax.errorbar(part["bound"], part["loss_mean"], yerr=part["loss_std"], fmt=marker, ms=5, capsize=2,
+                    label=f"{group} of the ranking")  # fmt: skip
+    label = f"bound's choice: tau1 = {int(chosen['tau1'])}, tau2 = {int(chosen['tau2'])}"
+    point = ([chosen["bound"]], [chosen["loss_mean"]])
+    ax.scatter(*point, s=160, facecolors="none", edgecolors="r", label=label)
+    for _, r in table.iterrows():
+        ax.annotate(f"({int(r['tau1'])},{int(r['tau2'])})", (r["bound"], r["loss_mean"]), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("predicted: the bound at the configuration's eta")
+    ax.set_ylabel("measured final training loss (mean over seeds)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    gossip = (table["rounds"] * table["tau2"]).to_numpy(dtype=float)
+    fig2, ax2 = plt.subplots(figsize=(5.5, 4.2))
+    ax2.scatter(gossip, table["loss_mean"], s=18, label="simulated configurations")
+    front = pareto_mask(gossip, table["loss_mean"].to_numpy(dtype=float))
+    order = np.argsort(gossip[front])
+    ax2.plot(gossip[front][order], table["loss_mean"].to_numpy()[front][order], "r-", label="Pareto front")
+    ax2.set_xlabel("gossip steps spent of the budget")
+    ax2.set_ylabel("measured final training loss")
+    ax2.legend(fontsize=7)
+    ax2.grid(alpha=0.3)
+    fig2.tight_layout()
+    return {"plan-predicted-vs-measured": fig, "plan-loss-vs-gossip": fig2}

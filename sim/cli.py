@@ -1,6 +1,8 @@
 """``dfl-sim``: run DFL / C-DFL / D-SGD / C-SGD / synchronous / local SGD, or benchmark the engine.
 
     dfl-sim run [--config FILE.toml] [--dataset ... --steps ... any RunConfig field] [--json]
+    dfl-sim plan --budget-seconds S [--t-comp --t-comm] [--top K --others K --seeds S --bound NAME]
+                 [the run flags: --dataset --model --partition --topology --nodes ... --eta to fix eta]
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
@@ -147,6 +149,36 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
 
 
+def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from sim.plan import PlanSettings, plan
+
+    config = _config(args)
+    if args.out is None:
+        config.out = "runs/plan"
+    if config.threads == 0:
+        config.threads = automatic_threads()
+    settings = PlanSettings(
+        budget_seconds=args.budget_seconds, top=args.top, others=args.others, seeds=args.seeds,
+        bound=args.bound, eta=args.eta, max_tau1=args.max_tau1, max_tau2=args.max_tau2, L=args.L,
+        sigma2=args.sigma2, heterogeneity=args.heterogeneity, gap=args.gap,
+    )  # fmt: skip
+    bar: list[Any] = []
+
+    def progress(done: int, total: int, label: str) -> None:
+        if not bar:
+            bar.append(tqdm(total=total, desc="dfl-sim plan", unit="run", file=sys.stderr, disable=args.json))
+        bar[0].set_postfix_str(label)
+        bar[0].update(1)
+
+    try:
+        return plan(config, settings, progress)
+    finally:
+        if bar:
+            bar[0].close()
+
+
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     from sim.bench import run_benchmarks
 
@@ -168,6 +200,29 @@ def _parser() -> OneLineParser:
     _add_config_flags(r)
     r.add_argument("--json", action="store_true", help="print one JSON object at the end")
     r.set_defaults(run=_cmd_run)
+    pl = sub.add_parser(
+        "plan", help="rank (tau1, tau2, eta) by the bound under a budget, then train to check"
+    )
+    pl.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
+    _add_config_flags(pl)
+    budget = "modelled seconds per run: --t-comp per local step, --t-comm per gossip step"
+    pl.add_argument("--budget-seconds", type=float, required=True, help=budget)
+    pl.add_argument("--top", type=int, default=3, help="simulate the K best of the ranking (default 3)")
+    others = "and K others, one from each of K blocks of the rest (seeded; default 3)"
+    pl.add_argument("--others", type=int, default=3, help=others)
+    pl.add_argument("--seeds", type=int, default=2, help="seeds per simulated configuration (default 2)")
+    pl.add_argument("--bound", default="auto",
+                    help="auto (default: non-iid when the partition is heterogeneous, else repaired), "
+                    "repaired, non-iid, paper or corrected")  # fmt: skip
+    pl.add_argument("--max-tau1", type=int, default=10, help="largest tau1 of the grid (default 10)")
+    pl.add_argument("--max-tau2", type=int, default=15, help="largest tau2 of the grid (default 15)")
+    for name, what in (("L", "smoothness L (default: Hessian power iteration at the initial model)"),
+                       ("sigma2", "noise sigma^2 (default: estimated at the initial model)"),
+                       ("heterogeneity", "varsigma^2 (default: estimated at the initial model)"),
+                       ("gap", "F(u_1) - F_inf (default: F(u_1), the initial training loss)")):  # fmt: skip
+        pl.add_argument(f"--{name}", type=float, help=what)
+    pl.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    pl.set_defaults(run=_cmd_plan)
     b = sub.add_parser("bench", help="node-steps per second: vectorised engine vs reference loop")
     b.add_argument("--quick", action="store_true")
     b.add_argument("--device", default="cpu")

@@ -14,6 +14,9 @@ checks use, each with what it does and does not guarantee:
   unbiased (each node's squared mean gradient minus v_i / M), and every node's v_i.
 * :func:`probe_drift`: one DFL run step by step, recording ||X_t (I - J)||_F^2 / N at every step
   and ||grad F(X_s)||_F^2 at every local step s, the two measured quantities of (103).
+* :func:`probe_heterogeneity`: the same for non-i.i.d. data, with the constants of the
+  heterogeneity-aware drift term (sigma^2 at the nodes' models, varsigma^2 at the average model,
+  both from per-sample gradients on each node's own data) at a few local steps.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ from sim.setup import build_trainer, prepare
 __all__ = [
     "DriftProbe",
     "GradientMoments",
+    "HeterogeneityProbe",
     "gradient_moments",
     "hessian_norm",
     "node_gradient_norm2",
+    "noise_and_heterogeneity",
     "probe_drift",
+    "probe_heterogeneity",
 ]
 
 
@@ -177,3 +183,108 @@ def probe_drift(
         trainer.step()
     states.append(trainer.X.mean(0))
     return DriftProbe(drift, local, grad, variance, states)
+
+
+@dataclass(frozen=True)
+class HeterogeneityProbe:
+    """One non-i.i.d. run step by step: the drift at every step, the noise and heterogeneity at a few points.
+
+    ``sigma2[k]`` is the mean over the nodes of the mini-batch noise E||g_i - grad f_i(w_i)||^2 =
+    v_i / B at measured point k (v_i: the per-sample gradient variance on node i's own data at its
+    model); the derivation needs (1/N) sum_i of it, so the mean over nodes is the right constant.
+    ``varsigma2[k]`` is the unbiased estimate of (1/N) sum_i ||grad f_i(u) - grad F(u)||^2 at the
+    average model u, grad f_i from M samples of node i's data and grad F = (1/N) sum_i grad f_i;
+    ``varsigma2_noise[k]`` is the sampling-noise part it subtracted, (1/N)(1 - 1/N) sum_i v_i / M: an
+    estimate much larger than it is well resolved.
+    """
+
+    drift: np.ndarray
+    local: np.ndarray
+    points: list[int]
+    sigma2: np.ndarray
+    sigma2_se: np.ndarray
+    varsigma2: np.ndarray
+    varsigma2_noise: np.ndarray
+    states: list[torch.Tensor]
+    """The average model u at the first and the last measured point, for estimates of L."""
+    second_moment: float
+    """max_t ||X_t||_F^2 / N: the scale of the parameters (the drift's rounding floor is eps^2 times it)."""
+
+    @property
+    def local_drift_mean(self) -> float:
+        """Mean over the local steps of ||X_t (I - J)||_F^2 / N: the quantity the repair bounds (/ L^2)."""
+        return float(self.drift[self.local].mean())
+
+
+def noise_and_heterogeneity(
+    stack: Stack, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, own: list[np.ndarray], batch_size: int
+) -> tuple[float, float, float, float]:
+    """(sigma^2, its standard error, varsigma^2, the sampling noise subtracted from it) at the models X.
+
+    sigma^2: the nodes' mean mini-batch noise v_i / B, v_i the per-sample gradient variance on node i's
+    samples ``own[i]`` at its model X_i (0 for full local batches, B = 0). varsigma^2: the unbiased
+    estimate of (1/N) sum_i ||grad f_i(u) - grad F(u)||^2 at u = mean of X, with grad f_i from node i's
+    samples and grad F = (1/N) sum_i grad f_i: the spread of the sample means minus
+    (1/N)(1 - 1/N) sum_i v_i / M_i, the part their sampling noise adds (returned as the last value).
+    """
+    n = X.shape[0]
+    at_nodes = [gradient_moments(stack, X[i], x[own[i]], y[own[i]]) for i in range(n)]
+    v = np.array([m.variance for m in at_nodes])
+    se = np.array([m.variance_se for m in at_nodes])
+    sigma2 = float(v.mean() / batch_size) if batch_size else 0.0
+    sigma2_se = float(np.sqrt((se**2).sum()) / n / batch_size) if batch_size else 0.0
+    u = X.mean(0)
+    at_u = [gradient_moments(stack, u, x[own[i]], y[own[i]]) for i in range(n)]
+    means = torch.stack([m.mean.double() for m in at_u])
+    noise = (1 - 1 / n) * sum(m.variance / m.samples for m in at_u) / n
+    return sigma2, sigma2_se, float(((means - means.mean(0)) ** 2).sum()) / n - noise, noise
+
+
+def _node_samples(parts: list[np.ndarray], samples: int, seed: int) -> list[np.ndarray]:
+    """``samples`` indices of each node's own data, drawn with replacement (fixed per run)."""
+    rng = np.random.default_rng(seed)
+    return [rng.choice(part, size=samples, replace=True) for part in parts]
+
+
+def probe_heterogeneity(config: RunConfig, samples: int = 64, points: int = 3) -> HeterogeneityProbe:
+    """Run ``config`` (exact gossip) step by step: the drift at every step; at ``points`` local steps spread
+    over the run, each node's noise v_i / B at its model and the heterogeneity at the average model."""
+    if not algorithm(config.algorithm).has_drift_bound:
+        described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
+        raise InputError(f"algorithm {config.algorithm!r} has no drift bound (expected {described})")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
+        raise InputError(f"samples = {samples!r} is out of range (expected an integer >= 2)")
+    s = prepare(config)
+    trainer = build_trainer(config, s)
+    T, n = config.steps, config.nodes
+    local = trainer.kinds == LOCAL
+    local_steps = np.flatnonzero(local)
+    spread = np.linspace(0, len(local_steps) - 1, max(points, 1)).round().astype(int)
+    chosen = sorted({int(local_steps[k]) for k in spread})
+    own = _node_samples(s.parts, samples, config.seed + 7)
+    x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
+    drift = np.empty(T)
+    second_moment = 0.0
+    sigma2, sigma2_se, varsigma2, noise, states = [], [], [], [], []
+    for t in range(T):
+        X = trainer.X
+        u = X.mean(0)
+        drift[t] = float(((X - u) ** 2).sum()) / n
+        second_moment = max(second_moment, float((X**2).sum()) / n)
+        if t in chosen:
+            measured = noise_and_heterogeneity(s.stack, X, x_all, y_all, own, config.batch_size)
+            for values, value in zip((sigma2, sigma2_se, varsigma2, noise), measured, strict=True):
+                values.append(value)
+            states.append(u.clone())
+        trainer.step()
+    return HeterogeneityProbe(
+        drift,
+        local,
+        chosen,
+        np.array(sigma2),
+        np.array(sigma2_se),
+        np.array(varsigma2),
+        np.array(noise),
+        [states[0], states[-1]],
+        second_moment,
+    )

@@ -17,6 +17,8 @@ import pytest
 import paper_checks.drift as drift
 import paper_checks.experiments as experiments
 import paper_checks.heterogeneity as heterogeneity
+import paper_checks.heterogeneity_cnn as heterogeneity_cnn
+import paper_checks.planner as planner
 import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
 from bounds.dfl import formulas as f
@@ -112,6 +114,8 @@ PAIRS: dict[str, tuple[Any, Any]] = {
         lambda eta, L, s2, v2, t1, t2, z: f.drift_term_repaired(eta, L, s2, 0.0, t1, t2, z),
     ),
     "prop1-non-iid": (NON_IID_REPAIR, REPAIR),  # the i.i.d. repair ignores heterogeneity
+    "drift-non-iid-cnn": (f.drift_term_repaired, lambda *a: 1e-3 * f.drift_term_repaired(*a)),
+    "planner-validation": (CHECKS["planner-validation"].statement, lambda bound: -bound),  # worst first
 }
 
 
@@ -163,6 +167,11 @@ def cheap(monkeypatch, tmp_path):
     monkeypatch.setattr(repair, "_grid", lambda quick: grid)
     small = heterogeneity._grid(True) | {"tau1": [1, 3], "tau2": [1, 4], "K": [1, 8], "random": 10}
     monkeypatch.setattr(heterogeneity, "_grid", lambda quick: small)
+    cnn = {"partitions": ["shards"], "tau1": [1, 2], "tau2": [1], "topologies": ["ring"], "local_steps": 4}
+    cnn |= {"samples": 8, "points": 2, "hessian_samples": 32, "hessian_iters": 3, "batch_size": 32, "seed": 0}
+    monkeypatch.setattr(heterogeneity_cnn, "_cnn_grid", lambda quick: cnn)
+    fast_plan = planner._planner_grid(True) | {"budget_seconds": 80, "eval_samples": 300}
+    monkeypatch.setattr(planner, "_planner_grid", lambda quick: fast_plan)
     return context
 
 

@@ -134,3 +134,39 @@ def test_probe_can_measure_every_kth_local_step(tiny, tmp_path) -> None:
     assert sparse.local_grad_sum == pytest.approx(np.mean(every.node_grad_norm2[measured]) * 6)
     with pytest.raises(InputError, match="grad_every = 0"):
         probe_drift(config, x, y, grad_every=0)
+
+
+def _heterogeneity_config(tiny, tmp_path, partition: str) -> RunConfig:
+    return RunConfig(
+        dataset=f"npz:{tiny}", model="logreg", nodes=3, steps=6, tau1=2, tau2=1, eta=0.1, batch_size=4,
+        partition=partition, out=str(tmp_path / partition), eval_samples=20,
+    )  # fmt: skip
+
+
+def test_heterogeneity_probe_matches_full_data_gradients(tiny, tmp_path) -> None:
+    """At the first measured point (u_1 = x0 on every node) the probe's sigma^2 and varsigma^2 against
+    the exact values from every sample of every node's part: unbiased estimators, 4,000 samples."""
+    from sim.estimates import probe_heterogeneity
+    from sim.setup import prepare
+
+    config = _heterogeneity_config(tiny, tmp_path, "shards")
+    probe = probe_heterogeneity(config, samples=4000, points=2)
+    assert probe.points[0] == 0 and len(probe.points) == 2 and probe.drift[0] == 0.0
+    s = prepare(RunConfig(**{**config.__dict__, "out": str(tmp_path / "exact")}))
+    full = [gradient_moments(s.stack, s.x0, s.data.x_train[p], s.data.y_train[p]) for p in s.parts]
+    means = torch.stack([m.mean.double() for m in full])
+    varsigma2 = float(((means - means.mean(0)) ** 2).sum()) / 3
+    population = [m.variance * (m.samples - 1) / m.samples for m in full]  # sampling with replacement
+    assert probe.varsigma2[0] == pytest.approx(varsigma2, rel=0.05)
+    assert probe.sigma2[0] == pytest.approx(np.mean(population) / 4, rel=0.1)
+    assert probe.varsigma2_noise[0] < 0.05 * varsigma2 and probe.second_moment > 0
+
+
+def test_heterogeneity_probe_sees_label_shards_but_not_iid(tiny, tmp_path) -> None:
+    from sim.estimates import probe_heterogeneity
+
+    shards = probe_heterogeneity(_heterogeneity_config(tiny, tmp_path, "shards"), samples=500)
+    iid = probe_heterogeneity(_heterogeneity_config(tiny, tmp_path, "iid"), samples=500)
+    assert shards.varsigma2.max() > 10 * max(iid.varsigma2.max(), iid.varsigma2_noise.max())
+    with pytest.raises(InputError, match="samples = 1"):
+        probe_heterogeneity(_heterogeneity_config(tiny, tmp_path, "iid"), samples=1)

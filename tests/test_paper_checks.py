@@ -8,11 +8,12 @@ import pytest
 
 import paper_checks.drift as drift
 import paper_checks.experiments as experiments
+import paper_checks.heterogeneity_cnn as heterogeneity_cnn
 from paper_checks.cli import main
 from paper_checks.registry import STATUSES, load_checks
 
 CHECKS = load_checks()
-SIMULATING = {"drift-103-cnn"}  # trains the CNN: tested on tiny settings below
+SIMULATING = {"drift-103-cnn", "drift-non-iid-cnn"}  # train the CNN: tested on tiny settings below
 SLOW = {"repair-nonquadratic"}  # ~30 s of Monte Carlo: run on a shrunken grid in test_check_mutations
 THEORY = [
     i for i in CHECKS if (not i.startswith("fig") or i == "fig3-variance") and i not in SIMULATING | SLOW
@@ -89,6 +90,29 @@ def test_cnn_drift_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monk
     assert result["evidence"]["L_hat"] > 0
     assert (tmp_path / "figures" / "drift-103-cnn-vs-bound.png").is_file()
     assert len(list((tmp_path / "runs").glob("drift103-*/probe.json"))) == 4
+
+
+TINY_NON_IID = {
+    "partitions": ["shards", "iid"], "tau1": [1, 2], "tau2": [1], "topologies": ["ring", "complete"],
+    "local_steps": 4, "samples": 8, "points": 2, "hessian_samples": 32, "hessian_iters": 3, "batch_size": 32,
+    "seed": 0,
+}  # fmt: skip
+
+
+def test_non_iid_cnn_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch) -> None:
+    """drift-non-iid-cnn's machinery (probes, estimates, cache, verdict, heatmaps) on 4 local steps."""
+    monkeypatch.setattr(heterogeneity_cnn, "_cnn_grid", lambda quick: TINY_NON_IID)
+    assert main(["--quick", "--out", str(tmp_path), "--only", "drift-non-iid-cnn", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
+    table = result["evidence"]["table"]
+    assert len(table) == 8 and {r["partition"] for r in table} == {"shards", "iid"}
+    assert all(r["bound"] > 0 and r["L"] > 0 and len(r["sigma2"]) == 2 for r in table)
+    ring_shards = [r for r in table if r["partition"] == "shards" and r["topology"] == "ring"]
+    assert all(r["measured"] > r["rounding_floor"] for r in ring_shards)  # a real drift, not rounding
+    for name in ("heatmap-shards", "heatmap-iid", "vs-zeta"):
+        assert (tmp_path / "figures" / f"drift-non-iid-cnn-{name}.png").is_file()
+    assert len(list((tmp_path / "runs").glob("noniid-*/probe.json"))) == 8
 
 
 def _curve(end_time: float) -> list[list[float]]:

@@ -28,6 +28,7 @@ The answer is only as good as the bound: the choice of bound is a parameter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ from bounds.result import Result
 
 __all__ = ["ALIASES", "BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
 
-BOUNDS = ("repaired", "paper", "corrected")
+BOUNDS = ("repaired", "non-iid", "paper", "corrected")
 ALIASES = {"proposition1": "paper"}
 REFUTED = {
     "paper": "bound 'paper' is Proposition 1 as stated, which is refuted (README Finding 0: gossip steps "
@@ -97,6 +98,17 @@ class OptimizeResult(Result):
         )  # fmt: skip
 
 
+def _golden_eta(value_at: Callable[[np.ndarray], np.ndarray], eta_max: np.ndarray) -> np.ndarray:
+    """argmin over 0 < eta <= eta_max of a unimodal ``value_at``, vectorised: golden sections in log eta."""
+    low, high = np.log(eta_max) - 80.0, np.log(eta_max)
+    ratio = (np.sqrt(5.0) - 1) / 2
+    for _ in range(_BISECTION_STEPS * 2):
+        left, right = high - ratio * (high - low), low + ratio * (high - low)
+        keep_left = value_at(np.exp(left)) <= value_at(np.exp(right))
+        high, low = np.where(keep_left, right, high), np.where(keep_left, low, left)
+    return np.exp(0.5 * (low + high))
+
+
 def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) -> np.ndarray:
     """argmin over 0 < eta <= eta_max of a / eta + b eta + c eta^2 (a > 0, b, c >= 0), vectorised."""
     best = eta_max.copy()
@@ -131,6 +143,8 @@ def optimize_dfl(
     max_tau2: int = 50,
     bound: str = "repaired",
     runners_up: int = 5,
+    heterogeneity: float = 0.0,
+    eta: float | None = None,
 ) -> OptimizeResult:
     """Minimise a DFL bound over tau1 in 1..max_tau1, tau2 in 1..max_tau2 and eta <= eta_max of (eta).
 
@@ -141,9 +155,14 @@ def optimize_dfl(
         cost: seconds per local and per gossip step.
         budget_seconds, max_local_steps, max_gossip_steps: the budget; at least one.
         max_tau1, max_tau2: the grid.
-        bound: ``"repaired"`` (default, our repair), ``"paper"`` (Proposition 1 as stated, refuted;
-            alias ``"proposition1"``) or ``"corrected"`` (the paper's with our drift term; refuted).
+        bound: ``"repaired"`` (default, our repair), ``"non-iid"`` (our repair for non-i.i.d. data,
+            :func:`bounds.dfl.formulas.non_iid_local_step_bound`, with ``heterogeneity`` and its own
+            step-size condition), ``"paper"`` (Proposition 1 as stated, refuted; alias
+            ``"proposition1"``) or ``"corrected"`` (the paper's with our drift term; refuted).
         runners_up: how many next-best cells to report.
+        heterogeneity: varsigma^2 of non-i.i.d. data (bound ``"non-iid"`` only).
+        eta: a fixed step size: then only (tau1, tau2) are ranked, and cells whose eta_max is below
+            ``eta`` are infeasible.
 
     Raises:
         InputError: bad input, or a budget that fits no round at all. A budget whose rounds all have
@@ -165,6 +184,8 @@ def optimize_dfl(
 
         zeta = zeta_of(C)
     z = float(real_array("zeta", zeta, low=0, high=1))
+    v2 = float(real_array("heterogeneity", heterogeneity, low=0))
+    fixed = None if eta is None else float(real_array("eta", eta, low=0, low_open=True))
     bound = ALIASES.get(bound, bound)
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
@@ -173,19 +194,31 @@ def optimize_dfl(
     )
     steps = rounds * (tau1 + tau2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
-        factor = {
-            "repaired": f.drift_factor_repaired,
-            "paper": f.drift_factor,
-            "corrected": f.drift_factor_corrected,
-        }
-        drift = factor[bound](tau1, tau2, z)
-        counted = rounds * tau1 if bound == "repaired" else steps  # the repair averages over local steps
+        counted = rounds * tau1 if bound in ("repaired", "non-iid") else steps  # repairs: local steps only
         a = np.where(feasible, 2 * gap / np.where(feasible, counted, 1.0), np.inf)
         b = np.full(tau1.shape, L * sigma2 / N)
-        c = 2 * L**2 * sigma2 * drift
-        eta = np.where(feasible & (eta_max > 0), _best_eta(a, b, c, np.maximum(eta_max, 1e-300)), np.nan)
-        value = np.where(np.isfinite(eta), a / eta + b * eta + c * eta**2, np.inf)
+        if bound == "non-iid":
+            eta_max = np.asarray(f.eta_max_non_iid(L, tau1, tau2, z))
+
+            def value_at(e: np.ndarray) -> np.ndarray:
+                return a / e + b * e + f.drift_term_repaired(e, L, sigma2, v2, tau1, tau2, z)
+        else:
+            eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
+            factor = {"repaired": f.drift_factor_repaired, "paper": f.drift_factor,
+                      "corrected": f.drift_factor_corrected}  # fmt: skip
+            c = 2 * L**2 * sigma2 * factor[bound](tau1, tau2, z)
+
+            def value_at(e: np.ndarray) -> np.ndarray:
+                return a / e + b * e + c * e**2
+
+        usable, top = feasible & (eta_max > 0), np.maximum(eta_max, 1e-300)
+        if fixed is not None:
+            eta = np.where(usable & (fixed <= eta_max * (1 + 1e-12)), fixed, np.nan)
+        elif bound == "non-iid":  # a / eta + b eta + a convex drift term: unimodal in eta
+            eta = np.where(usable, _golden_eta(value_at, top), np.nan)
+        else:
+            eta = np.where(usable, _best_eta(a, b, c, top), np.nan)
+        value = np.where(np.isfinite(eta), value_at(np.where(np.isfinite(eta), eta, 1.0)), np.inf)
     grid = {
         "tau1": tau1.astype(int),
         "tau2": tau2.astype(int),

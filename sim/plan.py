@@ -1,0 +1,304 @@
+"""``dfl-sim plan``: rank (tau1, tau2, eta) by a bound under a budget, then train to see if the ranking holds.
+
+1. Constants of the bound on the user's problem, at the initial model: L by Hessian power iteration
+   (a local, lower estimate of the smoothness constant), sigma^2 (the nodes' mean mini-batch noise
+   v_i / B), varsigma^2 (the heterogeneity of the partition, the unbiased estimate of
+   (1/N) sum_i ||grad f_i - grad F||^2) and gap = F(u_1) (cross-entropy is >= 0, so F(u_1) - F_inf <=
+   F(u_1)); each can be given instead.
+2. The ranking: :func:`bounds.plan.optimize.optimize_dfl` on the budget's grid of (tau1, tau2), eta
+   chosen per cell by the bound (or fixed with ``eta``); the bound is our repair, with the
+   heterogeneity term when varsigma^2 > 0 (``non-iid``).
+3. The validation: the ``top`` best cells and ``others`` cells spread over the rest of the feasible
+   ranking (one drawn from each of ``others`` equal blocks, seeded) are trained under exactly the
+   budget (K whole rounds that fit it), with ``seeds`` seeds each; then the Spearman rank correlation
+   between bound and measured final training loss, and the regret of the bound's choice (its loss
+   minus the best measured loss) and its rank among the simulated configurations.
+
+Every simulation writes its own run folder under ``out/runs``; ``out/simulations.csv`` holds one row per
+finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bounds import InputError, spectral_summary
+from bounds.plan.cost import CostModel
+from bounds.plan.optimize import optimize_dfl
+from bounds.serialize import jsonable
+from sim.config import RunConfig
+from sim.estimates import gradient_moments, hessian_norm, noise_and_heterogeneity
+from sim.runner import run
+from sim.setup import prepare
+
+__all__ = ["PlanSettings", "estimate_constants", "plan"]
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """The budget and the validation of a plan (the problem is a :class:`RunConfig`)."""
+
+    budget_seconds: float
+    top: int = 3
+    others: int = 3
+    seeds: int = 2
+    bound: str = "auto"
+    eta: float | None = None
+    max_tau1: int = 10
+    max_tau2: int = 15
+    L: float | None = None
+    sigma2: float | None = None
+    heterogeneity: float | None = None
+    gap: float | None = None
+    estimate_samples: int = 64
+    hessian_iters: int = 20
+
+    def validate(self) -> None:
+        if not self.budget_seconds > 0:
+            raise InputError(f"budget_seconds = {self.budget_seconds!r} is out of range (expected > 0)")
+        for name in ("top", "seeds", "max_tau1", "max_tau2", "hessian_iters"):
+            if getattr(self, name) < 1:
+                raise InputError(
+                    f"{name} = {getattr(self, name)!r} is out of range (expected an integer >= 1)"
+                )
+        if self.others < 0:
+            raise InputError(f"others = {self.others!r} is out of range (expected an integer >= 0)")
+        if self.estimate_samples < 2:
+            raise InputError(f"estimate_samples = {self.estimate_samples!r} is out of range (expected >= 2)")
+        if self.bound not in ("auto", "repaired", "non-iid", "paper", "proposition1", "corrected"):
+            raise InputError(
+                f"bound = {self.bound!r} is not known (expected auto, repaired, non-iid, paper or corrected)"
+            )
+        for name in ("eta", "L", "gap"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        for name in ("sigma2", "heterogeneity"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise InputError(f"{name} = {value!r} is out of range (expected a number >= 0)")
+
+
+def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, Any]:
+    """L, sigma^2, varsigma^2 and gap at the initial model (the ones ``settings`` gives are kept)."""
+    probe = dataclasses.replace(config, out=str(Path(config.out) / "estimates"), steps=1)
+    s = prepare(probe)
+    n = config.nodes
+    rng = np.random.default_rng(config.seed + 11)
+    own = [rng.choice(part, size=settings.estimate_samples, replace=True) for part in s.parts]
+    x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
+    X = s.x0.repeat(n, 1)
+    sigma2, sigma2_se, varsigma2, noise = noise_and_heterogeneity(
+        s.stack, X, x_all, y_all, own, config.batch_size
+    )
+    pick = rng.choice(len(s.data.y_train), size=min(512, len(s.data.y_train)), replace=False)
+    x, y = x_all[pick], y_all[pick]
+    out = {
+        "L": settings.L
+        if settings.L is not None
+        else hessian_norm(s.stack, s.x0, x, y, settings.hessian_iters)[0],
+        "sigma2": settings.sigma2 if settings.sigma2 is not None else sigma2,
+        "heterogeneity": settings.heterogeneity
+        if settings.heterogeneity is not None
+        else max(varsigma2, 0.0),
+        "gap": settings.gap if settings.gap is not None else float(s.stack.evaluate(s.x0, x, y)[0]),
+        "zeta": spectral_summary(s.C).zeta,
+        "estimated": {
+            "sigma2_se": sigma2_se,
+            "heterogeneity_raw": varsigma2,
+            "heterogeneity_sampling_noise": noise,
+            "initial_gradient_norm2": gradient_moments(s.stack, s.x0, x, y).norm2,
+        },
+    }
+    out["L_source"] = (
+        "given" if settings.L is not None else "Hessian power iteration at u_1 (a lower estimate)"
+    )
+    return out
+
+
+def _ranking(
+    config: RunConfig,
+    settings: PlanSettings,
+    constants: dict[str, Any],
+    score: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[pd.DataFrame, str]:
+    bound = settings.bound
+    if bound == "auto":
+        bound = "non-iid" if constants["heterogeneity"] > 0 else "repaired"
+    result = optimize_dfl(
+        L=constants["L"], sigma2=constants["sigma2"], N=config.nodes, gap=constants["gap"],
+        zeta=constants["zeta"], cost=CostModel(config.t_comp, config.t_comm),
+        budget_seconds=settings.budget_seconds,
+        max_tau1=settings.max_tau1, max_tau2=settings.max_tau2, bound=bound,
+        heterogeneity=constants["heterogeneity"], eta=settings.eta,
+    )  # fmt: skip
+    if not result.success:
+        raise InputError(f"no configuration to plan: {result.message}")
+    grid = result.grid_frame()
+    feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
+    order = feasible.assign(score=score(feasible["bound"].to_numpy()) if score else feasible["bound"])
+    return order.sort_values("score", kind="stable").drop(columns="score").reset_index(drop=True), bound
+
+
+def _choose(ranking: pd.DataFrame, settings: PlanSettings, seed: int) -> pd.DataFrame:
+    """The top ``top`` rows and one row from each of ``others`` equal blocks of the rest (seeded)."""
+    top = ranking.iloc[: settings.top].assign(group="top")
+    rest = ranking.iloc[settings.top :]
+    rng = np.random.default_rng(seed)
+    blocks = np.array_split(np.arange(len(rest)), settings.others) if settings.others else []
+    picks = [int(rng.choice(block)) for block in blocks if len(block)]
+    return pd.concat([top, rest.iloc[picks].assign(group="other")]).reset_index(names="bound_rank")
+
+
+def _simulation(config: RunConfig, row: pd.Series, seed: int, folder: Path) -> dict[str, Any]:
+    """One configuration under the budget: K whole rounds; about ten logged rows (evaluation is costly)."""
+    tau1, tau2 = int(row["tau1"]), int(row["tau2"])
+    sim = dataclasses.replace(
+        config, tau1=tau1, tau2=tau2, eta=float(row["eta"]), steps=int(row["steps"]), seed=seed,
+        out=str(folder / f"tau1={tau1}-tau2={tau2}-eta={float(row['eta']):.4g}-seed={seed}"),
+        checkpoint_every=10**9, resume=False, log_every=max(config.log_every, int(row["steps"]) // 10),
+    )  # fmt: skip
+    summary = run(sim)
+    with (Path(sim.out) / "metrics.csv").open() as fh:
+        last = list(csv.DictReader(fh))[-1]
+    return {
+        "tau1": tau1, "tau2": tau2, "eta": float(row["eta"]), "seed": seed, "bound": float(row["bound"]),
+        "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"], "steps": int(row["steps"]),
+        "rounds": int(row["rounds"]), "loss": summary["final_train_loss"],
+        "test_accuracy": summary["final_test_accuracy"], "grad_norm2": float(last["grad_norm2"]),
+        "diverged": summary["diverged"], "model_time": summary["model_time"],
+    }  # fmt: skip
+
+
+def _atomic_csv(frame: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _summary_table(sims: pd.DataFrame) -> pd.DataFrame:
+    table = sims.groupby(["tau1", "tau2", "eta"], as_index=False).agg(
+        bound=("bound", "first"), bound_rank=("bound_rank", "first"), group=("group", "first"),
+        rounds=("rounds", "first"), steps=("steps", "first"), loss_mean=("loss", "mean"),
+        loss_std=("loss", "std"), loss_min=("loss", "min"), loss_max=("loss", "max"),
+        test_accuracy_mean=("test_accuracy", "mean"), test_accuracy_std=("test_accuracy", "std"),
+        grad_norm2_mean=("grad_norm2", "mean"), seeds=("seed", "count"),
+    )  # fmt: skip
+    table = table.sort_values("bound_rank").reset_index(drop=True)  # the ranking's order: choice first
+    table["measured_rank"] = table["loss_mean"].rank(method="min").astype(int)
+    return table.fillna({"loss_std": 0.0, "test_accuracy_std": 0.0})
+
+
+def verdict(table: pd.DataFrame) -> str:
+    """``holds``: the bound's choice is within the seed spread of the best measured (its loss less than one
+    pooled seed standard deviation above, or it is the best); ``violated``: clearly worse (every seed of it
+    worse than every seed of the best); else ``inconclusive``."""
+    chosen, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]
+    regret = chosen["loss_mean"] - best["loss_mean"]
+    spread = float(np.sqrt((chosen["loss_std"] ** 2 + best["loss_std"] ** 2) / 2))
+    if regret <= spread:
+        return "holds"
+    return "violated" if chosen["loss_min"] > best["loss_max"] else "inconclusive"
+
+
+def plan(
+    config: RunConfig,
+    settings: PlanSettings,
+    progress: Callable[[int, int, str], None] | None = None,
+    score: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Rank by the bound, simulate the chosen configurations, and compare; see the module docstring.
+
+    ``score``: what the ranking sorts by, ascending, as a function of the bound column (default: the
+    bound itself); a test can hand a wrong one (e.g. minus the bound) to see the comparison fail.
+    """
+    from scipy.stats import spearmanr
+
+    config.validate()
+    settings.validate()
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    key = json.dumps(
+        {"config": dataclasses.asdict(config), "plan": dataclasses.asdict(settings)}, sort_keys=True
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    state = out / "plan.json"
+    if state.is_file() and json.loads(state.read_text()).get("digest") != digest:
+        raise InputError(
+            f"{out} holds a plan with other settings (expected the same flags to resume it, or another --out)"
+        )
+    constants = json.loads(state.read_text())["constants"] if state.is_file() else None
+    if constants is None:
+        constants = estimate_constants(config, settings)
+        tmp = state.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"digest": digest, "settings": json.loads(key), "constants": constants}))
+        os.replace(tmp, state)
+    ranking, bound = _ranking(config, settings, constants, score)
+    _atomic_csv(ranking, out / "ranking.csv")
+    chosen = _choose(ranking, settings, config.seed)
+    path = out / "simulations.csv"
+    done = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    records = done.to_dict("records")
+    jobs = [
+        (row, seed)
+        for _, row in chosen.iterrows()
+        for seed in range(config.seed, config.seed + settings.seeds)
+    ]
+    current = []  # the measurements of this ranking's choices (the folder may hold others' too)
+    for i, (row, seed) in enumerate(jobs, 1):
+        found = [
+            r for r in records
+            if r["tau1"] == row["tau1"] and r["tau2"] == row["tau2"] and np.isclose(r["eta"], row["eta"])
+            and r["seed"] == seed
+        ]  # fmt: skip
+        if not found:
+            found = [_simulation(config, row, seed, out / "runs")]
+            records += found
+            _atomic_csv(pd.DataFrame(records), path)
+        current.append({**found[0], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]})
+        if progress:
+            progress(i, len(jobs), f"tau1={int(row['tau1'])} tau2={int(row['tau2'])} seed={seed}")
+    table = _summary_table(pd.DataFrame(current))
+    _atomic_csv(table, out / "table.csv")
+    rho = float(spearmanr(table["bound_rank"], table["loss_mean"]).statistic) if len(table) > 2 else np.nan
+    first = table.iloc[0]
+    result = {
+        "chosen": {"tau1": int(first["tau1"]), "tau2": int(first["tau2"]), "eta": float(first["eta"])},
+        "bound_used": bound,
+        "spearman": rho,
+        "regret": float(first["loss_mean"] - table["loss_mean"].min()),
+        "chosen_rank": int(first["measured_rank"]),
+        "simulated": len(table),
+        "verdict": verdict(table),
+        "constants": constants,
+        "budget_seconds": settings.budget_seconds,
+        "t_comp": config.t_comp,
+        "t_comm": config.t_comm,
+        "table": table.to_dict("records"),
+        "out_dir": str(out),
+    }
+    result = jsonable(result)
+    tmp = (out / "plan_result.json").with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out / "plan_result.json")
+    _figures(table, out)
+    return result
+
+
+def _figures(table: pd.DataFrame, out: Path) -> None:
+    """Predicted against measured (the bound's choice marked), and measured loss against gossip steps."""
+    from plots.figures import plan_figures, save
+
+    for name, figure in plan_figures(table).items():
+        save(figure, out / name)
