@@ -3,6 +3,7 @@
     dfl-sim run [--config FILE.toml] [--dataset ... --steps ... any RunConfig field] [--json]
     dfl-sim plan --budget-seconds S [--t-comp --t-comm] [--top K --others K --seeds S --bound NAME]
                  [the run flags: --dataset --model --partition --topology --nodes ... --eta to fix eta]
+    dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
@@ -162,7 +163,8 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     settings = PlanSettings(
         budget_seconds=args.budget_seconds, top=args.top, others=args.others, seeds=args.seeds,
         bound=args.bound, eta=args.eta, max_tau1=args.max_tau1, max_tau2=args.max_tau2, L=args.L,
-        sigma2=args.sigma2, heterogeneity=args.heterogeneity, gap=args.gap,
+        sigma2=args.sigma2, heterogeneity=args.heterogeneity, gap=args.gap, budget_bits=args.budget_bits,
+        mu=args.mu, G2=args.G2,
     )  # fmt: skip
     bar: list[Any] = []
 
@@ -206,7 +208,10 @@ def _parser() -> OneLineParser:
     pl.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
     _add_config_flags(pl)
     budget = "modelled seconds per run: --t-comp per local step, --t-comm per gossip step"
-    pl.add_argument("--budget-seconds", type=float, required=True, help=budget)
+    pl.add_argument("--budget-seconds", type=float, help=budget)
+    bits = "C-DFL (--algorithm cdfl): bits each node may send; ranks by Lemma 13, needs --mu and --G2"
+    pl.add_argument("--budget-bits", type=float, help=bits)
+    pl.add_argument("--G2", type=float, help="C-DFL: Lemma 13's bound G^2 on E||g||^2")
     pl.add_argument("--top", type=int, default=3, help="simulate the K best of the ranking (default 3)")
     others = "and K others, one from each of K blocks of the rest (seeded; default 3)"
     pl.add_argument("--others", type=int, default=3, help=others)

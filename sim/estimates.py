@@ -30,7 +30,8 @@ from bounds._checks import InputError
 from sim.algorithms import ALGORITHMS, LOCAL, algorithm
 from sim.config import RunConfig
 from sim.engine import Stack
-from sim.setup import build_trainer, prepare
+from sim.setup import Setup, build_trainer, prepare
+from sim.trainer import Trainer
 
 __all__ = [
     "DriftProbe",
@@ -152,6 +153,15 @@ class DriftProbe:
         return float(np.nanmean(measured) * len(measured))
 
 
+def _probed_run(config: RunConfig, bound: str) -> tuple[Setup, Trainer]:
+    """The prepared run and trainer of a probe; only exact-gossip schedules have a drift bound."""
+    if not algorithm(config.algorithm).has_drift_bound:
+        described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
+        raise InputError(f"algorithm {config.algorithm!r} has no {bound} (expected {described})")
+    s = prepare(config)
+    return s, build_trainer(config, s)
+
+
 def probe_drift(
     config: RunConfig, x_eval: torch.Tensor, y_eval: torch.Tensor, grad_every: int = 1
 ) -> DriftProbe:
@@ -160,13 +170,9 @@ def probe_drift(
     ``grad_every = k`` measures ||grad F(X_s)||_F^2 at every k-th local step only (the others stay
     NaN); :meth:`DriftProbe.local_grad_sum` then scales the measured ones up to all local steps.
     """
-    if not algorithm(config.algorithm).has_drift_bound:
-        described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
-        raise InputError(f"algorithm {config.algorithm!r} has no (103) (expected {described})")
     if isinstance(grad_every, bool) or not isinstance(grad_every, int) or grad_every < 1:
         raise InputError(f"grad_every = {grad_every!r} is not a positive integer (expected >= 1)")
-    s = prepare(config)
-    trainer = build_trainer(config, s)
+    s, trainer = _probed_run(config, "(103)")
     T = config.steps
     drift, grad = np.empty(T), np.full(T, np.nan)
     variance = np.full((T, config.nodes), np.nan)
@@ -249,13 +255,9 @@ def _node_samples(parts: list[np.ndarray], samples: int, seed: int) -> list[np.n
 def probe_heterogeneity(config: RunConfig, samples: int = 64, points: int = 3) -> HeterogeneityProbe:
     """Run ``config`` (exact gossip) step by step: the drift at every step; at ``points`` local steps spread
     over the run, each node's noise v_i / B at its model and the heterogeneity at the average model."""
-    if not algorithm(config.algorithm).has_drift_bound:
-        described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
-        raise InputError(f"algorithm {config.algorithm!r} has no drift bound (expected {described})")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise InputError(f"samples = {samples!r} is out of range (expected an integer >= 2)")
-    s = prepare(config)
-    trainer = build_trainer(config, s)
+    s, trainer = _probed_run(config, "drift bound")
     T, n = config.steps, config.nodes
     local = trainer.kinds == LOCAL
     local_steps = np.flatnonzero(local)

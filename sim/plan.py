@@ -34,8 +34,10 @@ import numpy as np
 import pandas as pd
 
 from bounds import InputError, spectral_summary
+from bounds.cdfl.formulas import choco_gamma
 from bounds.plan.cost import CostModel
 from bounds.plan.optimize import optimize_dfl
+from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
 from sim.config import RunConfig
 from sim.estimates import gradient_moments, hessian_norm, noise_and_heterogeneity
@@ -49,7 +51,7 @@ __all__ = ["PlanSettings", "estimate_constants", "plan"]
 class PlanSettings:
     """The budget and the validation of a plan (the problem is a :class:`RunConfig`)."""
 
-    budget_seconds: float
+    budget_seconds: float | None = None
     top: int = 3
     others: int = 3
     seeds: int = 2
@@ -63,10 +65,25 @@ class PlanSettings:
     gap: float | None = None
     estimate_samples: int = 64
     hessian_iters: int = 20
+    budget_bits: float | None = None
+    mu: float | None = None
+    G2: float | None = None
 
-    def validate(self) -> None:
-        if not self.budget_seconds > 0:
-            raise InputError(f"budget_seconds = {self.budget_seconds!r} is out of range (expected > 0)")
+    def validate(self, algorithm: str = "dfl") -> None:
+        """Ranges, and the budget of the algorithm: modelled seconds for DFL; for C-DFL bits per node
+        (``budget_bits``) and Lemma 13's mu and G^2, which a non-convex model cannot estimate."""
+        if algorithm == "cdfl":
+            missing = [n for n in ("budget_bits", "mu", "G2") if getattr(self, n) is None]
+            if missing:
+                raise InputError(
+                    f"a C-DFL plan needs {', '.join(missing)} (Lemma 13's bound and a bits budget)"
+                )
+        elif self.budget_seconds is None:
+            raise InputError("the budget is missing (expected budget_seconds, the modelled seconds of a run)")
+        for name in ("budget_seconds", "budget_bits", "mu", "G2"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
         for name in ("top", "seeds", "max_tau1", "max_tau2", "hessian_iters"):
             if getattr(self, name) < 1:
                 raise InputError(
@@ -114,6 +131,8 @@ def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, A
         else max(varsigma2, 0.0),
         "gap": settings.gap if settings.gap is not None else float(s.stack.evaluate(s.x0, x, y)[0]),
         "zeta": spectral_summary(s.C).zeta,
+        "beta_mix": spectral_summary(s.C).beta_mix,
+        "dim": s.stack.d,
         "estimated": {
             "sigma2_se": sigma2_se,
             "heterogeneity_raw": varsigma2,
@@ -133,6 +152,18 @@ def _ranking(
     constants: dict[str, Any],
     score: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[pd.DataFrame, str]:
+    if config.algorithm == "cdfl":
+        grid, bound = _cdfl_grid(config, settings, constants), "cdfl (Lemma 13)"
+    else:
+        grid, bound = _dfl_grid(config, settings, constants)
+    feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
+    order = feasible.assign(score=score(feasible["bound"].to_numpy()) if score else feasible["bound"])
+    return order.sort_values("score", kind="stable").drop(columns="score").reset_index(drop=True), bound
+
+
+def _dfl_grid(
+    config: RunConfig, settings: PlanSettings, constants: dict[str, Any]
+) -> tuple[pd.DataFrame, str]:
     bound = settings.bound
     if bound == "auto":
         bound = "non-iid" if constants["heterogeneity"] > 0 else "repaired"
@@ -145,10 +176,25 @@ def _ranking(
     )  # fmt: skip
     if not result.success:
         raise InputError(f"no configuration to plan: {result.message}")
+    grid = result.grid_frame().assign(compressor=config.compressor, parameter=config.compressor_param)
+    return grid, bound
+
+
+def _cdfl_grid(config: RunConfig, settings: PlanSettings, constants: dict[str, Any]) -> pd.DataFrame:
+    """Lemma 13 over (compressor, parameter, tau1, tau2) with K the rounds whose messages fit the bits
+    budget (a gossip step costs its message bits; local steps are free), eta_k = 4 / (mu (a + k))."""
+    result = optimize_cdfl(
+        L=constants["L"], mu=settings.mu, sigma2_bar=constants["sigma2"], G2=settings.G2, N=config.nodes,
+        zeta=constants["zeta"], beta_mix=constants["beta_mix"], dim=constants["dim"], t_comp=1e-12,
+        latency=0.0, bandwidth=1.0, budget_seconds=settings.budget_bits, max_tau1=settings.max_tau1,
+        max_tau2=settings.max_tau2,
+    )  # fmt: skip
+    if not result.success:
+        raise InputError(f"no configuration to plan: {result.message}")
     grid = result.grid_frame()
-    feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
-    order = feasible.assign(score=score(feasible["bound"].to_numpy()) if score else feasible["bound"])
-    return order.sort_values("score", kind="stable").drop(columns="score").reset_index(drop=True), bound
+    rho = 1 - constants["zeta"]
+    gamma = np.minimum(1.0, choco_gamma(rho, grid["delta"].to_numpy(), constants["beta_mix"]))
+    return grid.assign(eta=grid["eta_0"], steps=grid["rounds"] * (grid["tau1"] + grid["tau2"]), gamma=gamma)
 
 
 def _choose(ranking: pd.DataFrame, settings: PlanSettings, seed: int) -> pd.DataFrame:
@@ -161,19 +207,44 @@ def _choose(ranking: pd.DataFrame, settings: PlanSettings, seed: int) -> pd.Data
     return pd.concat([top, rest.iloc[picks].assign(group="other")]).reset_index(names="bound_rank")
 
 
-def _simulation(config: RunConfig, row: pd.Series, seed: int, folder: Path) -> dict[str, Any]:
+def _parameter(value: Any) -> float | None:
+    """A compressor parameter from a table cell (None, NaN or a number)."""
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else float(value)
+
+
+def _same_configuration(record: dict[str, Any], row: pd.Series, seed: int) -> bool:
+    same = all(record[k] == row[k] for k in ("tau1", "tau2", "compressor")) and record["seed"] == seed
+    return (
+        same
+        and np.isclose(record["eta"], row["eta"])
+        and (_parameter(record["parameter"]) == _parameter(row["parameter"]))
+    )
+
+
+def _simulation(
+    config: RunConfig, row: pd.Series, seed: int, folder: Path, mu: float | None
+) -> dict[str, Any]:
     """One configuration under the budget: K whole rounds; about ten logged rows (evaluation is costly)."""
     tau1, tau2 = int(row["tau1"]), int(row["tau2"])
+    compressor, parameter = row["compressor"], _parameter(row["parameter"])
+    name = f"{compressor}{'' if parameter is None else f'={parameter:g}'}-tau1={tau1}-tau2={tau2}"
     sim = dataclasses.replace(
         config, tau1=tau1, tau2=tau2, eta=float(row["eta"]), steps=int(row["steps"]), seed=seed,
-        out=str(folder / f"tau1={tau1}-tau2={tau2}-eta={float(row['eta']):.4g}-seed={seed}"),
-        checkpoint_every=10**9, resume=False, log_every=max(config.log_every, int(row["steps"]) // 10),
+        out=str(folder / f"{name}-eta={float(row['eta']):.4g}-seed={seed}"), compressor=compressor,
+        compressor_param=parameter, checkpoint_every=10**9, resume=False,
+        log_every=max(config.log_every, int(row["steps"]) // 10),
     )  # fmt: skip
+    if config.algorithm == "cdfl":  # Lemma 13's schedule and CHOCO-G's gamma of Lemma 9
+        eta0 = float(row["eta"])
+        sim = dataclasses.replace(
+            sim, lr_schedule="cdfl", mu=mu, a=4 / (mu * eta0), gamma=float(row["gamma"])
+        )
     summary = run(sim)
     with (Path(sim.out) / "metrics.csv").open() as fh:
         last = list(csv.DictReader(fh))[-1]
     return {
-        "tau1": tau1, "tau2": tau2, "eta": float(row["eta"]), "seed": seed, "bound": float(row["bound"]),
+        "compressor": compressor, "parameter": parameter, "tau1": tau1, "tau2": tau2,
+        "eta": float(row["eta"]), "seed": seed, "bound": float(row["bound"]),
         "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"], "steps": int(row["steps"]),
         "rounds": int(row["rounds"]), "loss": summary["final_train_loss"],
         "test_accuracy": summary["final_test_accuracy"], "grad_norm2": float(last["grad_norm2"]),
@@ -188,7 +259,8 @@ def _atomic_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _summary_table(sims: pd.DataFrame) -> pd.DataFrame:
-    table = sims.groupby(["tau1", "tau2", "eta"], as_index=False).agg(
+    keys = ["compressor", "parameter", "tau1", "tau2", "eta"]
+    table = sims.groupby(keys, as_index=False, dropna=False).agg(
         bound=("bound", "first"), bound_rank=("bound_rank", "first"), group=("group", "first"),
         rounds=("rounds", "first"), steps=("steps", "first"), loss_mean=("loss", "mean"),
         loss_std=("loss", "std"), loss_min=("loss", "min"), loss_max=("loss", "max"),
@@ -226,7 +298,9 @@ def plan(
     from scipy.stats import spearmanr
 
     config.validate()
-    settings.validate()
+    settings.validate(config.algorithm)
+    if config.algorithm not in ("dfl", "cdfl"):
+        raise InputError(f"algorithm {config.algorithm!r} cannot be planned (expected dfl or cdfl)")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     key = json.dumps(
@@ -257,13 +331,9 @@ def plan(
     ]
     current = []  # the measurements of this ranking's choices (the folder may hold others' too)
     for i, (row, seed) in enumerate(jobs, 1):
-        found = [
-            r for r in records
-            if r["tau1"] == row["tau1"] and r["tau2"] == row["tau2"] and np.isclose(r["eta"], row["eta"])
-            and r["seed"] == seed
-        ]  # fmt: skip
+        found = [r for r in records if _same_configuration(r, row, seed)]
         if not found:
-            found = [_simulation(config, row, seed, out / "runs")]
+            found = [_simulation(config, row, seed, out / "runs", settings.mu)]
             records += found
             _atomic_csv(pd.DataFrame(records), path)
         current.append({**found[0], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]})
@@ -273,8 +343,18 @@ def plan(
     _atomic_csv(table, out / "table.csv")
     rho = float(spearmanr(table["bound_rank"], table["loss_mean"]).statistic) if len(table) > 2 else np.nan
     first = table.iloc[0]
+    chosen_configuration = {
+        "tau1": int(first["tau1"]),
+        "tau2": int(first["tau2"]),
+        "eta": float(first["eta"]),
+    }
+    if config.algorithm == "cdfl":
+        chosen_configuration |= {
+            "compressor": first["compressor"],
+            "parameter": _parameter(first["parameter"]),
+        }
     result = {
-        "chosen": {"tau1": int(first["tau1"]), "tau2": int(first["tau2"]), "eta": float(first["eta"])},
+        "chosen": chosen_configuration,
         "bound_used": bound,
         "spearman": rho,
         "regret": float(first["loss_mean"] - table["loss_mean"].min()),
@@ -283,6 +363,7 @@ def plan(
         "verdict": verdict(table),
         "constants": constants,
         "budget_seconds": settings.budget_seconds,
+        "budget_bits": settings.budget_bits,
         "t_comp": config.t_comp,
         "t_comm": config.t_comm,
         "table": table.to_dict("records"),

@@ -188,30 +188,8 @@ def test_dfl_bound_fields_and_cli() -> None:
 
 
 def test_cli_reports_the_three_drift_terms(capsys: pytest.CaptureFixture[str]) -> None:
-    args = [
-        "dfl",
-        "--L",
-        "1",
-        "--sigma2",
-        "1",
-        "--nodes",
-        "10",
-        "--eta",
-        "0.01",
-        "--tau1",
-        "4",
-        "--tau2",
-        "4",
-        "--topology",
-        "ring",
-        "--T",
-        "1000",
-        "--gap",
-        "1",
-        "--heterogeneity",
-        "0.5",
-        "--json",
-    ]
+    args = "dfl --L 1 --sigma2 1 --nodes 10 --eta 0.01 --tau1 4 --tau2 4 --topology ring --T 1000 --gap 1"
+    args = [*args.split(), "--heterogeneity", "0.5", "--json"]
     assert bounds_main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert {

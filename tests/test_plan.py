@@ -136,3 +136,19 @@ def test_non_iid_optimiser_finds_the_best_eta_of_each_cell() -> None:
     fixed = optimize_dfl(**problem, eta=0.01).grid_frame()
     assert set(fixed["eta"].dropna()) == {0.01}
     assert np.isinf(fixed.loc[fixed["eta_max"] < 0.01, "bound"]).all()
+
+
+def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None:
+    settings = PlanSettings(
+        budget_bits=2e5, mu=0.05, G2=20.0, top=2, others=1, seeds=1, max_tau1=4, max_tau2=4, hessian_iters=5
+    )
+    out = plan(_config(tiny, tmp_path, algorithm="cdfl"), settings)
+    table = pd.DataFrame(out["table"])
+    assert out["bound_used"] == "cdfl (Lemma 13)" and {"compressor", "parameter"} <= out["chosen"].keys()
+    assert len(table) == 3 and table["bound"].is_monotonic_increasing
+    sims = pd.read_csv(tmp_path / "plan" / "simulations.csv")
+    assert set(sims["compressor"]) == set(table["compressor"])
+    with pytest.raises(InputError, match="needs mu, G2"):
+        plan(_config(tiny, tmp_path / "x", algorithm="cdfl"), PlanSettings(budget_bits=1e5))
+    with pytest.raises(InputError, match="budget is missing"):
+        plan(_config(tiny, tmp_path / "y"), PlanSettings())
