@@ -36,6 +36,7 @@ from bounds import InputError, mixing_matrix
 from bounds.graph.topologies import ring
 from sim.algorithms import sparse_mixing
 from sim.engine import Stack
+from sim.gossip import CirculantMixing
 from sim.models import MnistCNN
 
 __all__ = ["distributed_benchmark", "gossip_benchmark", "resolve_device", "run_benchmarks"]
@@ -161,8 +162,9 @@ def gossip_benchmark(
 ) -> dict[str, dict[str, float]]:
     """Milliseconds of one gossip step X <- C X on an N-node ring (X: N x d float32), per N.
 
-    ``dense_ms`` (C as a dense matrix, only for N <= ``dense_up_to``) and ``sparse_ms`` (C as
-    sparse CSR), beside ``copy_ms``: one ``X.clone()`` on the same device with the same timer.
+    ``dense_ms`` (C as a dense matrix, only for N <= ``dense_up_to``), ``sparse_ms`` (C as
+    sparse CSR) and ``circulant_ms`` (:class:`sim.gossip.CirculantMixing`: shifted adds), beside
+    ``copy_ms``: one ``X.clone()`` on the same device with the same timer.
     Every tensor is created on ``device``.
     """
     rows: dict[str, dict[str, float]] = {}
@@ -176,6 +178,10 @@ def gossip_benchmark(
             del dense
         sparse = sparse_mixing(C, device=device)
         row["sparse_ms"] = round(1000 * _time(lambda sparse=sparse, X=X: sparse @ X, repeats, device), 3)
+        circulant = CirculantMixing.of(C)
+        assert circulant is not None  # a ring's mixing matrix is circulant
+        shifted = lambda circulant=circulant, X=X: circulant.mix(X, X[:0])  # noqa: E731
+        row["circulant_ms"] = round(1000 * _time(shifted, repeats, device), 3)
         row["copy_ms"] = round(1000 * _time(lambda X=X: X.clone(), repeats, device), 3)
         rows[str(n)] = row
         del X, sparse
@@ -248,7 +254,13 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
             row["peak_cuda_allocated_mb"] = round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
         out[f"N{nodes}_B{b}"] = row
         del X, xs, ys
-    out[f"gossip_step_ms_d{stack.d}"] = gossip_benchmark(
-        stack.d, sizes.gossip_nodes, repeats, dev, sizes.dense_gossip_up_to
+    gossip = gossip_benchmark(stack.d, sizes.gossip_nodes, repeats, dev, sizes.dense_gossip_up_to)
+    out[f"gossip_step_ms_d{stack.d}"] = gossip
+    largest = str(max(sizes.gossip_nodes))  # the memory-bound regime: one gossip step against one copy
+    out[f"gossip_ring_{largest}_over_copy"] = round(
+        gossip[largest]["circulant_ms"] / gossip[largest]["copy_ms"], 2
+    )
+    out[f"gossip_ring_{largest}_sparse_over_copy"] = round(
+        gossip[largest]["sparse_ms"] / gossip[largest]["copy_ms"], 2
     )
     return out

@@ -17,15 +17,16 @@ same CHOCO-G code therefore runs in one process and across many.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
 from sim.compressors import compress_rows
 
-__all__ = ["ChocoGossip", "ExactGossip", "LocalMixing", "Mixing", "as_mixing"]
+__all__ = ["ChocoGossip", "CirculantMixing", "ExactGossip", "LocalMixing", "Mixing", "as_mixing"]
 
 
 class Mixing(Protocol):
@@ -59,6 +60,44 @@ class LocalMixing:
 
     def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
         return self.C @ own
+
+    def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
+        return rows[:0]
+
+    def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return full, full[:0]
+
+
+@dataclass
+class CirculantMixing:
+    """C circulant, C_ij = c_((j - i) mod N) (rings, complete graphs, any graph whose mixing matrix is):
+    ``C @ X`` as one scaled copy and a shifted add per other non-zero diagonal, each a pass over X in
+    memory order, instead of a sparse product. Same result as ``C @ X`` up to float rounding (the
+    terms are summed in another order), so runs use :class:`LocalMixing` unless they ask for it.
+    """
+
+    weights: dict[int, float]  # offset k -> c_k, (C X)_i = sum_k c_k X_((i + k) mod N)
+    halo_size: int = 0
+
+    @classmethod
+    def of(cls, C: Any, rtol: float = 1e-12) -> CirculantMixing | None:
+        """The operator of C if C is circulant (up to ``rtol``), else None."""
+        M = np.asarray(C.toarray() if hasattr(C, "toarray") else C, dtype=np.float64)
+        n = M.shape[0]
+        first = M[0]
+        shifted = np.stack([np.roll(first, i) for i in range(n)])
+        if not np.allclose(M, shifted, rtol=rtol, atol=rtol * np.abs(first).max()):
+            return None
+        return cls({int(k): float(first[k]) for k in np.flatnonzero(first)})
+
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        n = own.shape[0]
+        out = own * self.weights.get(0, 0.0)
+        for k, c in self.weights.items():
+            if k:
+                out[: n - k].add_(own[k:], alpha=c)
+                out[n - k :].add_(own[:k], alpha=c)
+        return out
 
     def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
         return rows[:0]

@@ -100,8 +100,15 @@ def test_gossip_figures_have_a_copy_time_beside_them(monkeypatch: pytest.MonkeyP
     assert set(out) >= {"N2_B2", "N3_B2", "timer"}
     gossip = out[f"gossip_step_ms_d{20490}"]
     assert set(gossip) == {"4", "6"}
-    assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "copy_ms"}
-    assert set(gossip["6"]) == {"sparse_ms", "copy_ms"}  # above dense_gossip_up_to: no dense C
+    assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "circulant_ms", "copy_ms"}
+    assert set(gossip["6"]) == {
+        "sparse_ms",
+        "circulant_ms",
+        "copy_ms",
+    }  # above dense_gossip_up_to: no dense C
+    ratio = gossip["6"]["circulant_ms"] / gossip["6"]["copy_ms"]
+    assert out["gossip_ring_6_over_copy"] == pytest.approx(ratio, rel=0.01, abs=0.01)
+    assert "gossip_ring_6_sparse_over_copy" in out
     assert all(v >= 0 for row in gossip.values() for v in row.values())
 
 

@@ -184,3 +184,24 @@ def test_sparse_gossip_equals_dense() -> None:
     X = torch.randn(300, 50, dtype=torch.float64)
     dense = torch.as_tensor(C.toarray() if hasattr(C, "toarray") else C)
     assert torch.allclose(sparse_mixing(C, torch.float64) @ X, dense @ X, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 10])
+def test_circulant_mixing_equals_the_matrix_product(n: int) -> None:
+    """Shifted adds against C @ X on rings and the complete graph; non-circulant C is refused (None)."""
+    from bounds import make_graph
+    from sim.gossip import CirculantMixing
+
+    X = torch.randn(n, 13, dtype=torch.float64)
+    for C in (
+        mixing_matrix(ring(n)) if n > 2 else np.full((2, 2), 0.5),
+        mixing_matrix(make_graph("complete", n)),
+    ):
+        op = CirculantMixing.of(C)
+        assert op is not None
+        dense = torch.as_tensor(np.asarray(C.toarray() if hasattr(C, "toarray") else C))
+        assert torch.allclose(op.mix(X, X[:0]), dense @ X, rtol=1e-12, atol=1e-12)
+        assert torch.allclose(ExactGossip(op).step(X), dense @ X, rtol=1e-12, atol=1e-12)
+    if n >= 3:
+        path = mixing_matrix(make_graph("path", n), "metropolis")
+        assert CirculantMixing.of(path) is None

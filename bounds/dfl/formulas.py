@@ -289,9 +289,10 @@ def drift_term_repaired(
         (2 eta^2 L^2 sigma^2 D_rep + 4 eta^2 L^2 varsigma^2 h) / (1 - rho_D),
 
     D_rep = :func:`drift_factor_repaired`, h = :func:`heterogeneity_factor`, rho_D =
-    :func:`drift_recursion_factor`, valid when rho_D <= 1/2 (the step-size condition, so the factor
-    is at most 2). Derivation, along the paper's A_1 / A_2 route (Appendix A), at local step
-    t = j tau + i (i <= tau1), with Delta_t = E||X_t (I - J)||_F^2:
+    :func:`drift_recursion_factor`, valid when rho_D < 1 (the step-size condition asks rho_D <= 1/2,
+    so that the factor is at most 2). An independent re-derivation (a review helper, 2026-11-26)
+    found every step valid and no constant too small. Derivation, along the paper's A_1 / A_2 route
+    (Appendix A), at local step t = j tau + i (i <= tau1), with Delta_t = E||X_t (I - J)||_F^2:
 
     1. (Reused) X_t (I - J) = -eta sum_{r <= j} Y_r (C^{(j-r) tau2} - J) and ||a + b||^2 <= 2||a||^2
        + 2||b||^2 split Delta_t into A_1 (the noise Y_r - Q_r) and A_2 (the gradients Q_r). A_1 is
@@ -306,8 +307,8 @@ def drift_term_repaired(
        -(1 - eta L) ||(1/N) sum_i grad f_i(w_i)||^2 and cannot absorb the per-node gradients.
     3. (Reused, Lemmas 5 and 7) ||sum_r Z_r (C^{(j-r) tau2} - J)||_F <= sum_r z^{j-r} ||Z_r||_F,
        z = zeta^tau2; Cauchy-Schwarz with weights z^{j-r} (sum <= 1 / (1 - z)) gives
-       A_2 <= 2 eta^2 / (1 - z) sum_r z^{j-r} ||Z_r||^2, and ||Z_r||^2 <= m_r sum_s ||E_s||^2
-       <= m_r sum_s (2 L^2 ||X_s (I - J)||^2 + 2 ||H_s||^2), m_r = tau1 (r < j) or i - 1 (r = j).
+       A_2 <= 2 eta^2 / (1 - z) sum_r z^{j-r} E||Z_r||^2, and E||Z_r||^2 <= m_r sum_s E||E_s||^2
+       <= m_r sum_s (2 L^2 E||X_s (I - J)||^2 + 2 E||H_s||^2), m_r = tau1 (r < j) or i - 1 (r = j).
     4. (New) The H part at step i is at most 4 eta^2 N varsigma^2 / (1 - z) (tau1^2 z / (1 - z) +
        (i - 1)^2); the D part, summed over all local steps, is at most rho_D sum_s Delta_s (each
        Delta_s returns with weight tau1^2 z / (1 - z) from later rounds and at most
