@@ -1,4 +1,4 @@
-"""What several checks share: the paper's topologies and the cache folders of simulations.
+"""What several checks share: the paper's topologies, the cache folders of simulations and their results.
 
 One module, so no check module imports another's internals.
 """
@@ -9,15 +9,18 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bounds import make_graph, mixing_matrix
+from bounds.graph.mixing import topology_matrix
 from bounds.graph.topologies import quasi_ring, ring
 from paper_checks.context import CheckContext
 from paper_checks.registry import library_digest
+from sim.loop import atomic_write
 
-__all__ = ["TOPOLOGIES", "run_folder", "same_config"]
+__all__ = ["TOPOLOGIES", "TOPOLOGY_WEIGHTS", "cached_json", "run_folder", "same_config", "ten_node_matrix"]
 
 TOPOLOGIES: dict[str, Callable[[], np.ndarray]] = {
     "ring": lambda: mixing_matrix(ring(10)),
@@ -25,6 +28,24 @@ TOPOLOGIES: dict[str, Callable[[], np.ndarray]] = {
     "complete": lambda: mixing_matrix(make_graph("complete", 10)),
 }
 """The paper's 10-node topologies (Section VI): ring (zeta = 0.87), quasi-ring (0.85), and complete."""
+
+TOPOLOGY_WEIGHTS = {"ring": "paper", "quasi-ring": "metropolis", "complete": "paper", "torus": "paper",
+                    "path": "metropolis"}  # fmt: skip
+"""The weight rule of each topology the checks use on 10 nodes (Metropolis where degrees differ)."""
+
+
+def ten_node_matrix(topology: str) -> np.ndarray:
+    """The mixing matrix of ``topology`` on 10 nodes with its weight rule of :data:`TOPOLOGY_WEIGHTS`."""
+    return topology_matrix(topology, 10, TOPOLOGY_WEIGHTS[topology])
+
+
+def cached_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The result stored in ``path``, or ``compute()``'s, then written there atomically (cached probes)."""
+    if path.is_file():
+        return json.loads(path.read_text())
+    result = compute()
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
+    return result
 
 
 def run_folder(ctx: CheckContext, name: str, key: str) -> Path:

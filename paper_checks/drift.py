@@ -25,7 +25,7 @@ import torch
 from bounds import spectral_summary
 from bounds.dfl import formulas as f
 from bounds.dfl.quadratic import exact_quadratic_dfl
-from paper_checks.common import TOPOLOGIES, run_folder
+from paper_checks.common import TOPOLOGIES, cached_json, run_folder
 from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check, combined
 from sim.data import load_mnist
@@ -207,10 +207,12 @@ def _probe(ctx: CheckContext, tau1: int, tau2: int, seed: int) -> dict[str, Any]
     )
     key = json.dumps({**asdict(config), "out": None, **cfg, "seeds": None}, sort_keys=True)
     folder = run_folder(ctx, f"drift103-tau1={tau1}-tau2={tau2}-seed{seed}", key)
-    result_file = folder / "probe.json"
-    if result_file.is_file():
-        return json.loads(result_file.read_text())
     config.out = str(folder)
+    return cached_json(folder / "probe.json", lambda: _measure_103(config, cfg, tau1, tau2, seed))
+
+
+def _measure_103(config: RunConfig, cfg: dict[str, Any], tau1: int, tau2: int, seed: int) -> dict[str, Any]:
+    """The measurements of one (103) probe run (see :func:`_probe`)."""
     data = load_mnist()
     pick = np.random.default_rng(1000 + seed).choice(len(data.y_train), cfg["hessian_samples"], replace=False)
     x, y = data.x_train[pick].to(config.device), data.y_train[pick].to(config.device)
@@ -222,7 +224,7 @@ def _probe(ctx: CheckContext, tau1: int, tau2: int, seed: int) -> dict[str, Any]
         else []
     )  # L is reported, not used by (103): estimated on the first seed's trajectory only
     measured = ~np.isnan(probe.node_grad_norm2)
-    result = {
+    return {
         "tau1": tau1,
         "tau2": tau2,
         "seed": seed,
@@ -236,10 +238,6 @@ def _probe(ctx: CheckContext, tau1: int, tau2: int, seed: int) -> dict[str, Any]
         "hessian_last_change": [abs(h[1][-1] - h[1][-2]) / h[1][-1] for h in hessian],
         "torch_threads": torch.get_num_threads(),
     }
-    tmp = result_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    tmp.replace(result_file)
-    return result
 
 
 @check(

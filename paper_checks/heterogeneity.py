@@ -28,10 +28,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from bounds import make_graph, mixing_matrix, spectral_summary
+from bounds import mixing_matrix, spectral_summary
 from bounds.dfl import formulas as f
 from bounds.dfl.quadratic import exact_quadratic_non_iid
-from paper_checks.common import TOPOLOGIES
+from paper_checks.common import TOPOLOGIES, ten_node_matrix
 from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import (
@@ -48,8 +48,8 @@ from paper_checks.statements import (
 
 NON_IID_TOPOLOGIES: dict[str, Callable[[], np.ndarray]] = {
     **TOPOLOGIES,
-    "torus": lambda: mixing_matrix(make_graph("torus", 10)),
-    "path": lambda: mixing_matrix(make_graph("path", 10), "metropolis"),
+    "torus": lambda: ten_node_matrix("torus"),
+    "path": lambda: ten_node_matrix("path"),
 }
 DIM = 2  # model dimension d of the quadratics
 

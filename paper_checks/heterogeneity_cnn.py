@@ -30,8 +30,7 @@ import numpy as np
 
 from bounds import spectral_summary
 from bounds.dfl import formulas as f
-from bounds.graph.mixing import topology_matrix
-from paper_checks.common import run_folder
+from paper_checks.common import TOPOLOGY_WEIGHTS, cached_json, run_folder, ten_node_matrix
 from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import exceeds, floored_ratio
@@ -46,7 +45,7 @@ ROUNDING = 100 * float(np.finfo(np.float32).eps) ** 2
 max_t ||X_t||_F^2 / N is indistinguishable from 0 (C = J up to rounding with tau1 = 1 is exactly 0)."""
 
 PARTITIONS = {"shards": None, "dirichlet 0.1": 0.1, "dirichlet 1": 1.0, "dirichlet 10": 10.0, "iid": None}
-TOPOLOGY_WEIGHTS = {"ring": "paper", "quasi-ring": "metropolis", "torus": "paper", "complete": "paper"}
+CNN_TOPOLOGIES = ("ring", "quasi-ring", "torus", "complete")
 
 
 def _cnn_grid(quick: bool) -> dict[str, Any]:
@@ -54,7 +53,7 @@ def _cnn_grid(quick: bool) -> dict[str, Any]:
         "partitions": ["shards", "dirichlet 0.1", "dirichlet 10", "iid"] if quick else list(PARTITIONS),
         "tau1": [1, 4] if quick else [1, 2, 4, 8],
         "tau2": [1, 4] if quick else [1, 2, 4, 8, 15],
-        "topologies": ["ring", "complete"] if quick else list(TOPOLOGY_WEIGHTS),
+        "topologies": ["ring", "complete"] if quick else list(CNN_TOPOLOGIES),
         "local_steps": 24 if quick else 200,
         "samples": 32 if quick else 128,
         "points": 2 if quick else 5,
@@ -66,7 +65,7 @@ def _cnn_grid(quick: bool) -> dict[str, Any]:
 
 
 def _zeta(topology: str) -> float:
-    return spectral_summary(topology_matrix(topology, 10, TOPOLOGY_WEIGHTS[topology])).zeta
+    return spectral_summary(ten_node_matrix(topology)).zeta
 
 
 def _config(grid: dict[str, Any], partition: str, topology: str, tau1: int, tau2: int, eta: float,
@@ -105,12 +104,14 @@ def _probe(
     key = json.dumps({**asdict(config), "out": None, **grid, "measure_L": measure_L}, sort_keys=True)
     tag = f"noniid-{partition.replace(' ', '')}-{config.topology}-tau1={config.tau1}-tau2={config.tau2}"
     folder = run_folder(ctx, tag, key)
-    result_file = folder / "probe.json"
-    if result_file.is_file():
-        return json.loads(result_file.read_text())
     config.out = str(folder)
+    return cached_json(folder / "probe.json", lambda: _measure(grid, config, measure_L))
+
+
+def _measure(grid: dict[str, Any], config: RunConfig, measure_L: bool) -> dict[str, Any]:
+    """The measurements of one probed run (see :func:`_probe`)."""
     probe = probe_heterogeneity(config, samples=grid["samples"], points=grid["points"])
-    result = {
+    return {
         "local_drift_mean": probe.local_drift_mean,
         "rounding": ROUNDING * probe.second_moment,
         "drift_curve": probe.drift[probe.local].tolist(),
@@ -120,10 +121,6 @@ def _probe(
         "varsigma2_noise": probe.varsigma2_noise.tolist(),
         "final_L": _hessian(grid, probe.states[-1], 1) if measure_L else None,
     }
-    tmp = result_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(result_file)
-    return result
 
 
 def non_iid_cnn_cells(ctx: CheckContext) -> tuple[list[dict[str, Any]], dict[str, Any]]:

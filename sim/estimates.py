@@ -40,6 +40,7 @@ __all__ = [
     "gradient_moments",
     "hessian_norm",
     "node_gradient_norm2",
+    "node_samples",
     "noise_and_heterogeneity",
     "probe_drift",
     "probe_heterogeneity",
@@ -246,9 +247,8 @@ def noise_and_heterogeneity(
     return sigma2, sigma2_se, float(((means - means.mean(0)) ** 2).sum()) / n - noise, noise
 
 
-def _node_samples(parts: list[np.ndarray], samples: int, seed: int) -> list[np.ndarray]:
-    """``samples`` indices of each node's own data, drawn with replacement (fixed per run)."""
-    rng = np.random.default_rng(seed)
+def node_samples(parts: list[np.ndarray], samples: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``samples`` indices of each node's own data, drawn with replacement from ``rng``."""
     return [rng.choice(part, size=samples, replace=True) for part in parts]
 
 
@@ -263,7 +263,7 @@ def probe_heterogeneity(config: RunConfig, samples: int = 64, points: int = 3) -
     local_steps = np.flatnonzero(local)
     spread = np.linspace(0, len(local_steps) - 1, max(points, 1)).round().astype(int)
     chosen = sorted({int(local_steps[k]) for k in spread})
-    own = _node_samples(s.parts, samples, config.seed + 7)
+    own = node_samples(s.parts, samples, np.random.default_rng(config.seed + 7))
     x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
     drift = np.empty(T)
     second_moment = 0.0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from bounds import InputError
@@ -82,13 +83,16 @@ class CirculantMixing:
     @classmethod
     def of(cls, C: Any, rtol: float = 1e-12) -> CirculantMixing | None:
         """The operator of C if C is circulant (up to ``rtol``), else None."""
-        M = np.asarray(C.toarray() if hasattr(C, "toarray") else C, dtype=np.float64)
+        M = sp.coo_matrix(C, dtype=np.float64)  # O(nnz): a 10,000-node ring needs no dense N x N copy
         n = M.shape[0]
-        first = M[0]
-        shifted = np.stack([np.roll(first, i) for i in range(n)])
-        if not np.allclose(M, shifted, rtol=rtol, atol=rtol * np.abs(first).max()):
-            return None
-        return cls({int(k): float(first[k]) for k in np.flatnonzero(first)})
+        first = np.zeros(n)
+        first[M.col[M.row == 0]] = M.data[M.row == 0]
+        diagonals = np.flatnonzero(first)
+        expected = first[(M.col - M.row) % n]  # C_ij = c_((j - i) mod N)
+        circulant = M.nnz == n * len(diagonals) and np.allclose(
+            M.data, expected, rtol=rtol, atol=rtol * np.abs(first).max()
+        )
+        return cls({int(k): float(first[k]) for k in diagonals}) if circulant else None
 
     def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
         n = own.shape[0]

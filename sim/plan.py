@@ -24,7 +24,6 @@ import csv
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,8 @@ from bounds.plan.optimize import optimize_dfl
 from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
 from sim.config import RunConfig
-from sim.estimates import gradient_moments, hessian_norm, noise_and_heterogeneity
+from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
+from sim.loop import atomic_write
 from sim.runner import run
 from sim.setup import prepare
 
@@ -113,13 +113,14 @@ def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, A
     s = prepare(probe)
     n = config.nodes
     rng = np.random.default_rng(config.seed + 11)
-    own = [rng.choice(part, size=settings.estimate_samples, replace=True) for part in s.parts]
+    own = node_samples(s.parts, settings.estimate_samples, rng)
     x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
     X = s.x0.repeat(n, 1)
     sigma2, sigma2_se, varsigma2, noise = noise_and_heterogeneity(
         s.stack, X, x_all, y_all, own, config.batch_size
     )
     pick = rng.choice(len(s.data.y_train), size=min(512, len(s.data.y_train)), replace=False)
+    spectrum = spectral_summary(s.C)
     x, y = x_all[pick], y_all[pick]
     out = {
         "L": settings.L
@@ -130,8 +131,8 @@ def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, A
         if settings.heterogeneity is not None
         else max(varsigma2, 0.0),
         "gap": settings.gap if settings.gap is not None else float(s.stack.evaluate(s.x0, x, y)[0]),
-        "zeta": spectral_summary(s.C).zeta,
-        "beta_mix": spectral_summary(s.C).beta_mix,
+        "zeta": spectrum.zeta,
+        "beta_mix": spectrum.beta_mix,
         "dim": s.stack.d,
         "estimated": {
             "sigma2_se": sigma2_se,
@@ -253,9 +254,7 @@ def _simulation(
 
 
 def _atomic_csv(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def _summary_table(sims: pd.DataFrame) -> pd.DataFrame:
@@ -308,16 +307,17 @@ def plan(
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     state = out / "plan.json"
-    if state.is_file() and json.loads(state.read_text()).get("digest") != digest:
+    saved = json.loads(state.read_text()) if state.is_file() else None
+    if saved is not None and saved.get("digest") != digest:
         raise InputError(
             f"{out} holds a plan with other settings (expected the same flags to resume it, or another --out)"
         )
-    constants = json.loads(state.read_text())["constants"] if state.is_file() else None
-    if constants is None:
+    if saved is not None:
+        constants = saved["constants"]
+    else:
         constants = estimate_constants(config, settings)
-        tmp = state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"digest": digest, "settings": json.loads(key), "constants": constants}))
-        os.replace(tmp, state)
+        saved = {"digest": digest, "settings": json.loads(key), "constants": constants}
+        atomic_write(state, lambda tmp: tmp.write_text(json.dumps(saved)))
     ranking, bound = _ranking(config, settings, constants, score)
     _atomic_csv(ranking, out / "ranking.csv")
     chosen = _choose(ranking, settings, config.seed)
@@ -370,9 +370,7 @@ def plan(
         "out_dir": str(out),
     }
     result = jsonable(result)
-    tmp = (out / "plan_result.json").with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out / "plan_result.json")
+    atomic_write(out / "plan_result.json", lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     _figures(table, out)
     return result
 
