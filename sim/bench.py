@@ -9,8 +9,17 @@ on the pixels):
   N * B (the same arithmetic: the practical limit; target <= 1.3);
 * node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
   CUDA device the peak memory allocated on it;
-* the time of one gossip step X <- C X as N grows (dense and sparse C), beside the time of
-  one copy of X (``X.clone()``): the floor of any step that writes a new N x d matrix.
+* the time of one gossip step X <- C X as N grows (dense and sparse C, and shifted adds for the
+  circulant ring), beside the time of one copy of X (``X.clone()``): the floor of any step that writes
+  a new N x d matrix (``gossip_ring_N_over_copy``);
+* the FLOPs of one vectorised step (torch's FLOP counter) per second, against an n x n float32
+  matmul measured in the same run as the device's attainable peak (``step_fraction_of_peak``);
+* ``sweep_over_sequential``: R = 8 MNIST runs of the default config end to end (start-up,
+  evaluation, logging and checkpoints included) stacked as one sweep, over the same runs one after
+  another; and the sweep's node-steps per second.
+
+The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
+``step_fraction_of_peak``, ``gossip_ring_10000_over_copy`` (the largest N), ``sweep_over_sequential``.
 
 Every tensor is created on the requested device (``cpu``, ``cuda`` or ``cuda:INDEX``;
 anything else is refused with an :class:`~bounds.InputError`). On a CUDA device the timer
@@ -23,9 +32,11 @@ from __future__ import annotations
 
 import copy
 import resource
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import scipy.sparse as sp
@@ -34,7 +45,7 @@ from torch.nn import functional as F
 
 from bounds import InputError, mixing_matrix
 from bounds.graph.topologies import ring
-from sim.algorithms import sparse_mixing
+from sim.algorithms import GOSSIP, resolve_schedule, sparse_mixing, step_kinds
 from sim.engine import Stack
 from sim.gossip import CirculantMixing
 from sim.models import MnistCNN
@@ -54,11 +65,14 @@ class _Sizes:
     scaling_nodes: tuple[int, ...]
     gossip_nodes: tuple[int, ...]
     dense_gossip_up_to: int = 1000
+    matmul: int = 2048  # the reference for the device's peak: an n x n float32 matmul
+    sweep_runs: int = 8  # MNIST runs of the default config, stacked and one by one
+    sweep_steps: int = 40
 
 
 def _sizes(quick: bool) -> _Sizes:
     if quick:
-        return _Sizes(10, 32, 3, (100,), (10, 100, 1000))
+        return _Sizes(10, 32, 3, (100,), (10, 100, 1000), matmul=1024, sweep_steps=12)
     return _Sizes(10, 32, 10, (100, 1000), (10, 100, 1000, 10000))
 
 
@@ -120,6 +134,73 @@ def _engine_step(
     """One vectorised local step X - eta G(X) (a new matrix; X itself is left unchanged)."""
     w = torch.ones(y.shape, device=y.device)
     return lambda: stack.gradients(X, x, y, w)[0].mul_(eta).neg_().add_(X)
+
+
+def step_flops(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
+    """Floating-point operations of one local step of N nodes x B samples: those of one forward and
+    backward pass of ``model`` on the N * B samples (the same arithmetic as the vectorised step),
+    counted by torch's FLOP counter (convolutions and matmuls). Counted on the plain model: the
+    counter over-counts the backward of grouped convolutions (by the number of groups)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    xb, yb = x.reshape(-1, *x.shape[2:]), y.reshape(-1)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        F.cross_entropy(model(xb), yb).backward()
+    model.zero_grad(set_to_none=True)
+    return int(counter.get_total_flops())
+
+
+def matmul_flops_per_s(n: int, repeats: int, dev: torch.device) -> float:
+    """FLOP/s of an n x n float32 matmul on ``dev``: the reference for the device's attainable peak."""
+    A, B = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+    return 2 * n**3 / _time(lambda: A @ B, repeats, dev)
+
+
+def sweep_benchmark(runs: int, steps: int, device: torch.device, out: str | Path) -> dict[str, float]:
+    """End to end, as a user runs them: ``runs`` MNIST runs of the default config (CNN, 10-node ring,
+    seeds 0, 1, ..., tau2 alternating 4 and 1, ``steps`` steps, 4 logged points, checkpoints) one after
+    another with :func:`sim.runner.run`, then as one stacked sweep (:func:`sim.sweep.run_sweep`).
+
+    ``sweep_over_sequential``: the sweep's seconds over the sequential runs' seconds (< 1: the sweep is
+    faster). The data set is loaded before either clock starts.
+    """
+    from sim.data import load_mnist
+    from sim.runner import RunConfig, run
+    from sim.sweep import run_sweep
+
+    load_mnist()
+
+    def configs(folder: str) -> list[RunConfig]:
+        return [
+            RunConfig(seed=i, tau2=4 if i % 2 == 0 else 1, steps=steps, log_every=max(1, steps // 4),
+                      device=str(device), out=str(Path(out) / folder / str(i)))
+            for i in range(runs)
+        ]  # fmt: skip
+
+    start = time.perf_counter()
+    for config in configs("sequential"):
+        run(config)
+    sequential = time.perf_counter() - start
+    start = time.perf_counter()
+    run_sweep(configs("sweep"))
+    stacked = time.perf_counter() - start
+    local = sum(config.nodes * _local_steps(config) for config in configs("sweep"))  # node-steps
+    return {
+        "runs": runs,
+        "steps_per_run": steps,
+        "sequential_s": round(sequential, 3),
+        "sweep_s": round(stacked, 3),
+        "sweep_over_sequential": round(stacked / sequential, 3),
+        "sweep_node_steps_per_s": round(local / stacked, 1),
+        "sequential_node_steps_per_s": round(local / sequential, 1),
+    }
+
+
+def _local_steps(config: Any) -> int:
+    """The local steps of a run's schedule."""
+    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    return int((step_kinds(config.algorithm, tau1, tau2, config.steps) != GOSSIP).sum())
 
 
 def distributed_benchmark(quick: bool, out: str) -> dict[str, Any]:
@@ -231,12 +312,20 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         big_opt.step()
 
     single = _time(big, repeats, dev)
+    flops = step_flops(model, x, y)
+    peak = matmul_flops_per_s(sizes.matmul, repeats, dev)
     out[f"N{n}_B{b}"] = {
         "vectorised_node_steps_per_s": round(n / vectorised, 1),
         "reference_node_steps_per_s": round(n / reference, 1),
         "speedup_vs_reference": round(reference / vectorised, 2),
         "step_time_over_single_big_batch": round(vectorised / single, 3),
+        "step_gflop": round(flops / 1e9, 4),
+        "step_gflop_per_s": round(flops / vectorised / 1e9, 2),
     }
+    out[f"matmul_{sizes.matmul}_gflop_per_s"] = round(peak / 1e9, 1)
+    out["step_over_big_batch"] = out[f"N{n}_B{b}"]["step_time_over_single_big_batch"]
+    out["step_over_reference_loop"] = round(vectorised / reference, 3)
+    out["step_fraction_of_peak"] = round(flops / vectorised / peak, 3)
     for nodes in sizes.scaling_nodes:
         X = stack.flatten(model).repeat(nodes, 1)
         xs, ys = torch.randn(nodes, b, 1, 28, 28, device=dev), torch.randint(0, 10, (nodes, b), device=dev)
@@ -263,4 +352,8 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     out[f"gossip_ring_{largest}_sparse_over_copy"] = round(
         gossip[largest]["sparse_ms"] / gossip[largest]["copy_ms"], 2
     )
+    with tempfile.TemporaryDirectory() as folder:
+        sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder)
+    out["sweep"] = sweep
+    out["sweep_over_sequential"] = sweep["sweep_over_sequential"]
     return out

@@ -4,6 +4,7 @@
     dfl-sim plan --budget-seconds S [--t-comp --t-comm] [--top K --others K --seeds S --bound NAME]
                  [the run flags: --dataset --model --partition --topology --nodes ... --eta to fix eta]
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
+    dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
@@ -27,6 +28,7 @@ from bounds import InputError
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
 from sim.errors import SimulationError
+from sim.loop import atomic_write
 from sim.runner import RunConfig, automatic_threads, run
 
 __all__ = ["main"]
@@ -181,6 +183,44 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
             bar[0].close()
 
 
+def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    from sim.grid import finished_summary, grid_points, load_grid
+    from sim.sweep import run_sweep
+
+    base, grid = load_grid(args.grid)
+    if args.threads is not None:
+        base["threads"] = args.threads
+    if not base.get("threads"):
+        base["threads"] = automatic_threads()
+    points = grid_points(base, grid, args.out)
+    done: dict[int, dict[str, Any]] = {}
+    for i, point in enumerate(points):
+        point.config.validate()  # every point before anything runs
+        if args.resume:
+            summary = finished_summary(point.config)
+            if summary is not None:
+                done[i] = summary
+            elif (Path(point.config.out) / "checkpoint.pt").is_file():
+                point.config.resume = True
+    todo = [i for i in range(len(points)) if i not in done]
+    if todo:
+        total = sum(points[i].config.steps for i in todo)
+        with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=args.json) as bar:
+
+            def progress(steps: int, _total: int) -> None:
+                bar.update(steps - bar.n)
+
+            bar.set_postfix_str(f"{len(todo)} runs stacked, {len(done)} already done")
+            summaries = run_sweep([points[i].config for i in todo], progress)
+        done |= dict(zip(todo, summaries, strict=True))
+    result = [{"grid": point.values, **done[i]} for i, point in enumerate(points)]
+    listing = Path(args.out) / "sweep.json"  # every run's grid values and summary, in the grid's order
+    atomic_write(listing, lambda p: p.write_text(json.dumps(jsonable(result), indent=1)))
+    return result
+
+
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     from sim.bench import run_benchmarks
 
@@ -228,6 +268,14 @@ def _parser() -> OneLineParser:
         pl.add_argument(f"--{name}", type=float, help=what)
     pl.add_argument("--json", action="store_true", help="print one JSON object at the end")
     pl.set_defaults(run=_cmd_plan)
+    sw = sub.add_parser("sweep", help="run a grid of configurations stacked as one sweep (GRID.toml)")
+    grid_help = "TOML file: [base] RunConfig fields, [grid] field = [values] (the sweep is their product)"
+    sw.add_argument("grid", help=grid_help)
+    sw.add_argument("--out", default="runs/sweep", help="folder of the run folders (default runs/sweep)")
+    sw.add_argument("--resume", action="store_true", help="skip finished runs, continue checkpointed ones")
+    sw.add_argument("--threads", type=int, help="torch threads (default: the free cores)")
+    sw.add_argument("--json", action="store_true", help="print the runs' summaries as one JSON list")
+    sw.set_defaults(run=_cmd_sweep)
     b = sub.add_parser("bench", help="node-steps per second: vectorised engine vs reference loop")
     b.add_argument("--quick", action="store_true")
     b.add_argument("--device", default="cpu")
@@ -256,6 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.json:
         print(json.dumps(jsonable(out), allow_nan=False))
+    elif isinstance(out, list):  # a sweep: one line per run
+        for summary in out:
+            grid = ", ".join(f"{k} = {v}" for k, v in summary["grid"].items()) or "run"
+            state = summary["message"] if summary["diverged"] else "done"
+            print(
+                f"{grid}: final training loss {summary['final_train_loss']:.4g}, test accuracy "
+                f"{summary['final_test_accuracy']:.4g} ({state}) -> {summary['out_dir']}"
+            )
     else:
         print(key_value_table(out))
         if "out_dir" in out:

@@ -29,12 +29,16 @@ from sim.algorithms import (
     LOCAL,
 )
 from sim.config import RunConfig, fingerprint
-from sim.data import Dataset
-from sim.engine import BatchSampler, Stack
+from sim.engine import BatchSampler
+from sim.evaluation import Evaluator
+from sim.gossip import ChocoGossip, ExactGossip
 from sim.setup import Setup
 from sim.trainer import Trainer
 
-__all__ = ["COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "Single", "atomic_write", "run_loop"]
+__all__ = [
+    "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "RunRecorder", "RunState", "Single", "atomic_write",
+    "run_loop",
+]  # fmt: skip
 
 COLUMNS = (
     "step",
@@ -84,34 +88,18 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     os.replace(tmp, path)
 
 
-class _Evaluator:
-    """Fixed evaluation samples; metrics of the average model u and of the nodes."""
+class RunState(Protocol):
+    """What a run's recorder reads and, on resume, restores: a :class:`~sim.trainer.Trainer`, or one
+    lane of a sweep (:class:`sim.sweep.Lane`)."""
 
-    def __init__(self, stack: Stack, data: Dataset, samples: int, seed: int, device: torch.device) -> None:
-        rng = np.random.default_rng(seed + 1)
-        tr = rng.choice(len(data.y_train), size=min(samples, len(data.y_train)), replace=False)
-        te = rng.choice(len(data.y_test), size=min(samples, len(data.y_test)), replace=False)
-        self.stack = stack
-        self.x_tr, self.y_tr = data.x_train[tr].to(device), data.y_train[tr].to(device)
-        self.x_te, self.y_te = data.x_test[te].to(device), data.y_test[te].to(device)
+    X: torch.Tensor
+    t: int
+    tau: int
+    sampler: BatchSampler
+    gen: torch.Generator | None
+    gossip: ExactGossip | ChocoGossip
 
-    def __call__(self, X: torch.Tensor) -> dict[str, float]:
-        u = X.mean(0)
-        train_loss, train_acc = self.stack.evaluate(u, self.x_tr, self.y_tr)
-        _, test_acc = self.stack.evaluate(u, self.x_te, self.y_te)
-        nodes = range(
-            0, X.shape[0], -(-X.shape[0] // 4)
-        )  # at most 4 nodes, evenly spaced: evaluation stays cheap
-        node = [self.stack.evaluate(X[i], self.x_tr, self.y_tr) for i in nodes]
-        return {
-            "train_loss": train_loss,
-            "train_acc": train_acc,
-            "test_acc": test_acc,
-            "node_loss": float(np.mean([n[0] for n in node])),
-            "node_acc": float(np.mean([n[1] for n in node])),
-            "consensus": float(((X - u) ** 2).sum() / X.shape[0]),
-            "grad_norm2": self.stack.full_gradient_norm2(u, self.x_tr, self.y_tr),
-        }
+    def learning_rate(self) -> float: ...
 
 
 class Single:
@@ -135,6 +123,186 @@ class Single:
         return {}
 
 
+class RunRecorder:
+    """One run's files, counters and stopping rule, fed one step at a time (by :func:`run_loop` for a
+    single run, by :func:`sim.sweep.run_sweep` for each run of a sweep: the same files either way).
+
+    Per step: :meth:`record` (counters, divergence, whether a metrics row is due), then
+    :meth:`finish_step` with the row's metrics (computed by the caller, batched across runs in a sweep,
+    on the main process), which writes the row and the checkpoint when due. :meth:`finish` writes the
+    summary. The collectives (``comm``) are called the same number of times on every process.
+    """
+
+    def __init__(self, config: RunConfig, s: Setup, state: RunState, comm: Comm) -> None:
+        self.config, self.s, self.state, self.comm = config, s, state, comm
+        self.evaluator = Evaluator(s.stack, s.data, config.eval_samples, config.seed, s.device)
+        self.counters: dict[str, float] = {"bits": 0.0, "model_time": 0.0, "wall_time": 0.0}
+        self.checkpoint, self.metrics = s.out / "checkpoint.pt", s.out / "metrics.csv"
+        self.message = ""
+        self._fh: Any = None
+        self._writer: csv.DictWriter | None = None
+        self._pending: tuple[str, torch.Tensor | None] | None = None
+        self._due = False  # a checkpoint is due by checkpoint_seconds
+        self.last_loss: float | None = None  # the mean mini-batch loss of the last local step
+        self._start = self._last_save = time.perf_counter()
+
+    @property
+    def finished(self) -> bool:
+        """The run has taken all its steps or stopped (diverged)."""
+        return bool(self.message) or self.state.t >= self.config.steps
+
+    def start(self) -> bool:
+        """Restore a checkpoint (``resume``), write config.json, open metrics.csv.
+
+        Returns whether the initial metrics row is due (a fresh run); then call :meth:`finish_step`.
+        """
+        config, s, state, comm = self.config, self.s, self.state, self.comm
+        if config.resume:  # prepare_out has checked that the checkpoint exists and matches
+            saved = torch.load(self.checkpoint, weights_only=False)
+            state.X, state.t = comm.restore_rows(saved["X"].to(s.device)), saved["t"]
+            self.counters = saved["counters"]
+            state.sampler.restore(saved["sampler"])
+            if state.gen is not None:
+                state.gen.set_state(saved["gen"])
+            state.gossip.restore({k: v.to(s.device) for k, v in saved["gossip"].items()})
+            if comm.is_main:
+                _rewrite_rows(self.metrics, _rows_up_to(self.metrics, state.t))
+        elif comm.is_main:
+            _rewrite_rows(self.metrics, [])
+        if comm.is_main:
+            resolved = {
+                "tau1": s.tau1,
+                "tau2": s.tau2,
+                "d": s.stack.d,
+                "bits_per_gossip": s.bits_per_gossip,
+                "t_comm": s.cost.t_comm,
+                "mixing_matrix": s.C.tolist() if config.nodes <= 100 else "omitted (N > 100)",
+            }
+            atomic_write(
+                s.out / "config.json",
+                lambda p: p.write_text(json.dumps({**asdict(config), "resolved": resolved}, indent=1)),
+            )
+            self._fh = self.metrics.open("a", newline="")
+            self._writer = csv.DictWriter(self._fh, fieldnames=COLUMNS)
+        self._start = time.perf_counter() - self.counters["wall_time"]
+        self._last_save = time.perf_counter()
+        if state.t == 0:
+            self._pending = ("init", None)
+        return self._pending is not None
+
+    def record(self, kind: int, losses: torch.Tensor | None) -> bool:
+        """Account for the step just taken; returns whether a metrics row is due (then pass its metrics
+        to :meth:`finish_step`; pass None otherwise)."""
+        config, state = self.config, self.state
+        counters = self.counters
+        counters["model_time"] += self.s.cost.step_seconds(kind in (LOCAL, BOTH), kind in (GOSSIP, BOTH))
+        counters["bits"] += self.s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
+        loss = float(losses.mean()) if losses is not None else None  # once per step: a device sync
+        if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
+            counters["first_loss"] = loss
+        reason = _divergence(state.X, losses, loss, counters.get("first_loss"), state.t, config.eta)
+        due = time.perf_counter() - self._last_save >= config.checkpoint_seconds
+        stop, self._due = self.comm.any(bool(reason), due)  # one collective a step: all act together
+        if stop:
+            self.message = reason or f"diverged at step {state.t} on another process (expected a smaller eta)"
+        self.last_loss = loss
+        if self.message or state.t % config.log_every == 0 or state.t == config.steps:
+            self._pending = (PHASES[kind], losses)
+        return self._pending is not None
+
+    def full_X(self) -> torch.Tensor:
+        """The run's full N x d matrix (a collective; meaningful on the main process)."""
+        return self.comm.full(self.state.X)
+
+    def finish_step(self, metrics: dict[str, float] | None) -> None:
+        """Write the due metrics row (``metrics``: :meth:`Evaluator.metrics` of :meth:`full_X`, on the
+        main process) and the checkpoint when due."""
+        if self._pending is not None:
+            phase, losses = self._pending
+            batch = self.comm.full(losses) if losses is not None else None
+            if self.comm.is_main:
+                assert metrics is not None and self._writer is not None
+                self._write_row(phase, batch, metrics)
+            self._pending = None
+        t = self.state.t
+        if t == 0 or self.message or t >= self.config.steps:
+            return  # the final checkpoint is written by finish()
+        if t % self.config.checkpoint_every == 0 or self._due:
+            self.counters["wall_time"] = time.perf_counter() - self._start
+            self._save()
+
+    def finish(self) -> dict[str, Any]:
+        """The final checkpoint (unless diverged), the summary, params.npz; closes metrics.csv."""
+        config, s, comm = self.config, self.s, self.comm
+        try:
+            self.counters["wall_time"] = time.perf_counter() - self._start
+            if not self.message:
+                self._save()
+            X = comm.full(self.state.X)
+            extra = comm.extra_summary()  # a collective: every process takes part
+        finally:
+            self.close()
+        if not comm.is_main:
+            return {}
+        u = X.mean(0)
+        final_loss, _ = s.stack.evaluate(u, self.evaluator.x_tr, self.evaluator.y_tr)
+        _, final_acc = s.stack.evaluate(u, s.data.x_test.to(s.device), s.data.y_test.to(s.device))
+        summary = {
+            "final_train_loss": final_loss,
+            "final_test_accuracy": final_acc,
+            "final_consensus": float(((X - u) ** 2).sum() / config.nodes),
+            "steps": self.state.t,
+            "wall_seconds": self.counters["wall_time"],
+            "out_dir": str(s.out),
+            "diverged": bool(self.message),
+            "message": self.message,
+            "d": s.stack.d,
+            "bits_per_node": self.counters["bits"],
+            "model_time": self.counters["model_time"],
+            **extra,
+        }
+        if config.save_params:
+            params = s.stack.unflatten(X.cpu())
+            atomic_write(
+                s.out / "params.npz",
+                lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()}),
+            )
+        atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(jsonable(summary), indent=1)))
+        return summary
+
+    def close(self) -> None:
+        """Close metrics.csv (idempotent; after an error the rows written so far stay)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = self._writer = None
+
+    def _write_row(self, phase: str, losses: torch.Tensor | None, metrics: dict[str, float]) -> None:
+        state = self.state
+        row = {
+            "step": state.t,
+            "round": state.t // state.tau,
+            "phase": phase,
+            "lr": state.learning_rate(),
+            "batch_loss": float(losses.mean()) if losses is not None else "",
+            **metrics,
+            "bits": self.counters["bits"],
+            "model_time": self.counters["model_time"],
+            "wall_time": time.perf_counter() - self._start,
+        }
+        assert self._writer is not None and self._fh is not None
+        self._writer.writerow(row)
+        self._fh.flush()
+
+    def _save(self) -> None:
+        state = self.state
+        X = self.comm.full(state.X)
+        hat = {k: self.comm.full(v) for k, v in state.gossip.state().items()}
+        if self.comm.is_main:
+            saved = fingerprint(self.config) | {"steps": self.config.steps}
+            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, state.gen, hat, self.counters, saved)
+        self._last_save = time.perf_counter()
+
+
 def run_loop(
     config: RunConfig,
     s: Setup,
@@ -142,130 +310,28 @@ def run_loop(
     comm: Comm,
     progress: Callable[[int, int, float | None], None] | None = None,
 ) -> dict[str, Any]:
-    """The step loop: logging, checkpoints, divergence checks (files written by the main process)."""
-    gossip, gen = trainer.gossip, trainer.gen
-    evaluate = _Evaluator(s.stack, s.data, config.eval_samples, config.seed, s.device)
-    counters = {"bits": 0.0, "model_time": 0.0, "wall_time": 0.0}
-    checkpoint, metrics = s.out / "checkpoint.pt", s.out / "metrics.csv"
-    if config.resume:  # prepare_out has checked that the checkpoint exists and matches
-        state = torch.load(checkpoint, weights_only=False)
-        trainer.X, trainer.t, counters = (
-            comm.restore_rows(state["X"].to(s.device)),
-            state["t"],
-            state["counters"],
-        )
-        trainer.sampler.restore(state["sampler"])
-        gen.set_state(state["gen"])
-        gossip.restore({k: v.to(s.device) for k, v in state["gossip"].items()})
-        if comm.is_main:
-            _rewrite_rows(metrics, _rows_up_to(metrics, trainer.t))
-    elif comm.is_main:
-        _rewrite_rows(metrics, [])
-    if comm.is_main:
-        resolved = {
-            "tau1": s.tau1,
-            "tau2": s.tau2,
-            "d": s.stack.d,
-            "bits_per_gossip": s.bits_per_gossip,
-            "t_comm": s.cost.t_comm,
-            "mixing_matrix": s.C.tolist() if config.nodes <= 100 else "omitted (N > 100)",
-        }
-        atomic_write(
-            s.out / "config.json",
-            lambda p: p.write_text(json.dumps({**asdict(config), "resolved": resolved}, indent=1)),
-        )
-    message, start = "", time.perf_counter() - counters["wall_time"]
-    fh = metrics.open("a", newline="") if comm.is_main else None
-    writer = csv.DictWriter(fh, fieldnames=COLUMNS) if fh else None
-
-    def log(losses: torch.Tensor | None, phase: str) -> None:
-        X = comm.full(trainer.X)
-        batch = comm.full(losses) if losses is not None else None
-        if comm.is_main:
-            _log(
-                writer,
-                fh,
-                trainer.t,
-                trainer.tau,
-                trainer.learning_rate(),
-                X,
-                evaluate,
-                counters,
-                batch,
-                phase,
-                start,
-            )
-
-    last_save = [time.perf_counter()]
-
-    def save() -> None:
-        X, hat = comm.full(trainer.X), {k: comm.full(v) for k, v in gossip.state().items()}
-        if comm.is_main:
-            saved = fingerprint(config) | {"steps": config.steps}
-            _save_checkpoint(checkpoint, X, trainer.t, trainer.sampler, gen, hat, counters, saved)
-        last_save[0] = time.perf_counter()
-
+    """The step loop of one run: logging, checkpoints, divergence checks (files written by the main
+    process)."""
+    recorder = RunRecorder(config, s, trainer, comm)
     try:
-        if trainer.t == 0:
-            log(None, "init")
-        while trainer.t < config.steps:
+        if recorder.start():
+            _finish_with_metrics(recorder)
+        while not recorder.finished:
             kind, losses = trainer.step()
-            counters["model_time"] += s.cost.step_seconds(kind in (LOCAL, BOTH), kind in (GOSSIP, BOTH))
-            counters["bits"] += s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-            loss = float(losses.mean()) if losses is not None else None  # once per step: a device sync
-            if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
-                counters["first_loss"] = loss
-            reason = _divergence(trainer.X, losses, loss, counters.get("first_loss"), trainer.t, config.eta)
-            due = time.perf_counter() - last_save[0] >= config.checkpoint_seconds
-            stop, due = comm.any(bool(reason), due)  # one collective a step: every process acts together
-            if stop:
-                message = (
-                    reason or f"diverged at step {trainer.t} on another process (expected a smaller eta)"
-                )
-            if message or trainer.t % config.log_every == 0 or trainer.t == config.steps:
-                log(losses, PHASES[kind])
-            if message:
-                break
-            if trainer.t % config.checkpoint_every == 0 or due:
-                counters["wall_time"] = time.perf_counter() - start
-                save()
+            if recorder.record(kind, losses):
+                _finish_with_metrics(recorder)
+            else:
+                recorder.finish_step(None)
             if progress:
-                progress(trainer.t, config.steps, loss)
-        counters["wall_time"] = time.perf_counter() - start
-        if not message:
-            save()
-        X = comm.full(trainer.X)
-        extra = comm.extra_summary()  # a collective: every process takes part
+                progress(trainer.t, config.steps, recorder.last_loss)
+        return recorder.finish()
     finally:
-        if fh:
-            fh.close()
-    if not comm.is_main:
-        return {}
-    u = X.mean(0)
-    final_loss, _ = s.stack.evaluate(u, evaluate.x_tr, evaluate.y_tr)
-    _, final_acc = s.stack.evaluate(u, s.data.x_test.to(s.device), s.data.y_test.to(s.device))
-    summary = {
-        "final_train_loss": final_loss,
-        "final_test_accuracy": final_acc,
-        "final_consensus": float(((X - u) ** 2).sum() / config.nodes),
-        "steps": trainer.t,
-        "wall_seconds": counters["wall_time"],
-        "out_dir": str(s.out),
-        "diverged": bool(message),
-        "message": message,
-        "d": s.stack.d,
-        "bits_per_node": counters["bits"],
-        "model_time": counters["model_time"],
-        **extra,
-    }
-    if config.save_params:
-        params = s.stack.unflatten(X.cpu())
-        atomic_write(
-            s.out / "params.npz",
-            lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()}),
-        )
-    atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(jsonable(summary), indent=1)))
-    return summary
+        recorder.close()
+
+
+def _finish_with_metrics(recorder: RunRecorder) -> None:
+    X = recorder.full_X()
+    recorder.finish_step(recorder.evaluator.metrics(X) if recorder.comm.is_main else None)
 
 
 DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
@@ -322,7 +388,7 @@ def _save_checkpoint(
     X: torch.Tensor,
     t: int,
     sampler: BatchSampler,
-    gen: torch.Generator,
+    gen: torch.Generator | None,
     hat: dict[str, torch.Tensor],
     counters: dict,
     config: dict[str, Any],
@@ -332,36 +398,8 @@ def _save_checkpoint(
         "X": X.cpu(),
         "t": t,
         "sampler": sampler.state(),
-        "gen": gen.get_state(),
+        "gen": gen.get_state() if gen is not None else None,
         "gossip": {k: v.cpu() for k, v in hat.items()},
         "counters": dict(counters),
     }
     atomic_write(path, lambda p: torch.save(state, p))
-
-
-def _log(
-    writer,
-    fh,
-    step: int,
-    tau: int,
-    lr: float,
-    X: torch.Tensor,
-    evaluate: _Evaluator,
-    counters: dict,
-    losses: torch.Tensor | None,
-    phase: str,
-    start: float,
-) -> None:
-    row = {
-        "step": step,
-        "round": step // tau,
-        "phase": phase,
-        "lr": lr,
-        "batch_loss": float(losses.mean()) if losses is not None else "",
-        **evaluate(X),
-        "bits": counters["bits"],
-        "model_time": counters["model_time"],
-        "wall_time": time.perf_counter() - start,
-    }
-    writer.writerow(row)
-    fh.flush()

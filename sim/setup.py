@@ -122,14 +122,15 @@ class Setup:
     out: Path
 
 
-def prepare(config: RunConfig, main: bool = True) -> Setup:
+def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -> Setup:
     """Validate the config and build data, partition, model, mixing matrix, compressor and costs.
 
-    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``).
+    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``). ``data``:
+    the config's data set, already loaded (the runs of a sweep share one copy).
     """
     config.validate()
     device = torch.device(config.device)
-    data = load_dataset(config.dataset, config.data_dir)
+    data = data if data is not None else load_dataset(config.dataset, config.data_dir)
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
     )

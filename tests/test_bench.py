@@ -17,8 +17,9 @@ from sim.cli import main
 from sim.engine import Stack
 
 TINY = bench._Sizes(
-    nodes=2, batch=2, repeats=1, scaling_nodes=(3,), gossip_nodes=(4, 6), dense_gossip_up_to=4
-)
+    nodes=2, batch=2, repeats=1, scaling_nodes=(3,), gossip_nodes=(4, 6), dense_gossip_up_to=4, matmul=32,
+    sweep_runs=2, sweep_steps=2,
+)  # fmt: skip
 BAD_DEVICES = ["nonsense", "cuda:99", "meta", ""]
 FACTORIES = {
     torch.randn,
@@ -94,7 +95,7 @@ def test_bench_puts_every_tensor_on_the_requested_device(monkeypatch: pytest.Mon
     assert not missing, f"tensors created without device='cpu' at {missing}"
 
 
-def test_gossip_figures_have_a_copy_time_beside_them(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
     out = bench.run_benchmarks(quick=True, device="cpu")
     assert set(out) >= {"N2_B2", "N3_B2", "timer"}
@@ -110,6 +111,12 @@ def test_gossip_figures_have_a_copy_time_beside_them(monkeypatch: pytest.MonkeyP
     assert out["gossip_ring_6_over_copy"] == pytest.approx(ratio, rel=0.01, abs=0.01)
     assert "gossip_ring_6_sparse_over_copy" in out
     assert all(v >= 0 for row in gossip.values() for v in row.values())
+    row = out["N2_B2"]
+    assert out["step_over_big_batch"] == row["step_time_over_single_big_batch"]
+    assert out["step_fraction_of_peak"] > 0 and out["matmul_32_gflop_per_s"] > 0
+    sweep = out["sweep"]
+    assert sweep["runs"] == 2 and sweep["steps_per_run"] == 2
+    assert out["sweep_over_sequential"] == pytest.approx(sweep["sweep_s"] / sweep["sequential_s"], rel=0.01)
 
 
 def test_timer_synchronises_a_cuda_device_before_and_after_the_repeats(
@@ -175,3 +182,15 @@ def test_sparse_gossip_prints_no_torch_warning() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "copy_ms" in done.stdout
+
+
+def test_step_flops_are_the_cnns_hand_counted_flops() -> None:
+    """MNIST CNN, per sample: forward conv1 2*28*28*16*9, conv2 2*14*14*32*16*9, dense 2*1568*10; the
+    backward computes the weight gradients of all three and the input gradients of conv2 and the dense
+    layer (not of conv1, whose input is the data)."""
+    from sim.models import MnistCNN
+
+    c1, c2, fc = 2 * 28 * 28 * 16 * 9, 2 * 14 * 14 * 32 * 16 * 9, 2 * 1568 * 10
+    per_sample = (c1 + c2 + fc) + (c1 + 2 * c2 + 2 * fc)
+    x, y = torch.randn(3, 4, 1, 28, 28), torch.randint(0, 10, (3, 4))
+    assert bench.step_flops(MnistCNN(), x, y) == 12 * per_sample

@@ -1,0 +1,164 @@
+"""The logged metrics of runs: fixed evaluation samples, and every model of every run in one batched pass.
+
+A run's :class:`Evaluator` draws its evaluation samples once (seeded by the run's seed) and reuses them
+at every logged step. :func:`evaluate_runs` computes the metrics of several runs at once (the runs of a
+sweep, or one run): the average model u of each run on its training and test samples, up to four of
+its nodes on the training sample, and ||grad F(u)||^2, as one stacked forward pass over all these models
+(the ``forward_stacked`` of the paper's models: grouped convolutions, batched matmuls) and one stacked
+gradient, in chunks that bound the memory. Models without ``forward_stacked`` are evaluated one by one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sim.data import Dataset
+from sim.engine import Stack
+from sim.models import loss_fn
+
+__all__ = ["MODEL_SAMPLES_PER_PASS", "Evaluator", "evaluate_runs", "node_sample"]
+
+MODEL_SAMPLES_PER_PASS = 4096  # models x samples in one stacked forward pass (a quarter for gradients)
+
+
+def node_sample(nodes: int) -> range:
+    """The nodes whose own models are evaluated: at most 4, evenly spaced (evaluation stays cheap)."""
+    return range(0, nodes, -(-nodes // 4))
+
+
+class Evaluator:
+    """A run's fixed evaluation samples (``samples`` training and test samples, drawn once by seed)."""
+
+    def __init__(self, stack: Stack, data: Dataset, samples: int, seed: int, device: torch.device) -> None:
+        rng = np.random.default_rng(seed + 1)
+        tr = rng.choice(len(data.y_train), size=min(samples, len(data.y_train)), replace=False)
+        te = rng.choice(len(data.y_test), size=min(samples, len(data.y_test)), replace=False)
+        self.stack = stack
+        self.x_tr, self.y_tr = data.x_train[tr].to(device), data.y_train[tr].to(device)
+        self.x_te, self.y_te = data.x_test[te].to(device), data.y_test[te].to(device)
+
+    def metrics(self, X: torch.Tensor) -> dict[str, float]:
+        """The metrics of one run's node models X (N x d); see :func:`evaluate_runs`."""
+        return evaluate_runs([(self, X)])[0]
+
+
+def evaluate_runs(
+    runs: list[tuple[Evaluator, torch.Tensor]], batched: bool | None = None
+) -> list[dict[str, float]]:
+    """Each run's metrics from its evaluator and node models X (N x d), u = the mean of X's rows:
+
+    train_loss / train_acc (u on the training sample), test_acc (u on the test sample), node_loss /
+    node_acc (the mean over :func:`node_sample` of the nodes' own models on the training sample),
+    consensus (1/N sum_i ||x_i - u||^2) and grad_norm2 (||grad F(u)||^2, F the mean loss on the
+    training sample).
+
+    ``batched``: every model in one stacked pass (the default on a GPU, where one large pass keeps the
+    device busy), or model by model with the plain module (the default on the CPU, where a stacked
+    pass of grouped convolutions overflows the caches and costs up to twice as much per sample).
+    Both give the same metrics up to float rounding (tested).
+    """
+    if not runs:
+        return []
+    stack = runs[0][0].stack
+    if batched is None:
+        batched = runs[0][1].device.type == "cuda"
+    models: list[torch.Tensor] = []
+    inputs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    firsts: list[int] = []  # each run's u on its training sample
+    for ev, X in runs:
+        u = X.mean(0)
+        firsts.append(len(models))
+        nodes = node_sample(X.shape[0])
+        models += [u, u, *(X[i] for i in nodes)]
+        inputs += [(ev.x_tr, ev.y_tr), (ev.x_te, ev.y_te), *((ev.x_tr, ev.y_tr) for _ in nodes)]
+    losses, accuracies = _losses_and_accuracies(stack, models, inputs, batched)
+    grads = _gradient_norms2(stack, models, inputs, firsts, batched)
+    out, k = [], 0
+    for _, X in runs:
+        n_nodes = len(node_sample(X.shape[0]))
+        u = X.mean(0)
+        out.append(
+            {
+                "train_loss": losses[k],
+                "train_acc": accuracies[k],
+                "test_acc": accuracies[k + 1],
+                "node_loss": float(np.mean(losses[k + 2 : k + 2 + n_nodes])),
+                "node_acc": float(np.mean(accuracies[k + 2 : k + 2 + n_nodes])),
+                "consensus": float(((X - u) ** 2).sum() / X.shape[0]),
+                "grad_norm2": grads[k],
+            }
+        )
+        k += 2 + n_nodes
+    return out
+
+
+def _groups(inputs: list[tuple[torch.Tensor, torch.Tensor]], chosen: list[int]) -> dict[int, list[int]]:
+    """The chosen models grouped by their number of samples (one stacked pass per group)."""
+    groups: dict[int, list[int]] = {}
+    for i in chosen:
+        groups.setdefault(len(inputs[i][1]), []).append(i)
+    return groups
+
+
+@torch.no_grad()
+def _losses_and_accuracies(
+    stack: Stack,
+    models: list[torch.Tensor],
+    inputs: list[tuple[torch.Tensor, torch.Tensor]],
+    batched: bool,
+) -> tuple[list[float], list[float]]:
+    """Mean loss and accuracy of each model (d,) on its own samples."""
+    losses, accuracies = [0.0] * len(models), [0.0] * len(models)
+    stacked = getattr(stack.module, "forward_stacked", None)
+    if stacked is None or not batched:
+        for i, (w, (x, y)) in enumerate(zip(models, inputs, strict=True)):
+            losses[i], accuracies[i] = stack.evaluate(w, x, y)
+        return losses, accuracies
+    for size, members in _groups(inputs, list(range(len(models)))).items():
+        W = torch.stack([models[i] for i in members])
+        params = stack.unflatten(W)
+        m = len(members)
+        chunk = max(1, MODEL_SAMPLES_PER_PASS // m)
+        loss_sum = torch.zeros(m, dtype=torch.float64, device=W.device)
+        correct = torch.zeros(m, dtype=torch.int64, device=W.device)
+        for start in range(0, size, chunk):
+            x = torch.stack([inputs[i][0][start : start + chunk] for i in members])
+            y = torch.stack([inputs[i][1][start : start + chunk] for i in members])
+            logits = stacked(params, x)
+            c = y.shape[1]
+            per_sample = loss_fn(stack.module, logits.reshape(m * c, -1), y.reshape(-1), reduce=False)
+            loss_sum += per_sample.reshape(m, c).double().sum(1)
+            correct += (logits.argmax(-1) == y).sum(1)
+        for j, i in enumerate(members):
+            losses[i], accuracies[i] = float(loss_sum[j]) / size, int(correct[j]) / size
+    return losses, accuracies
+
+
+def _gradient_norms2(
+    stack: Stack,
+    models: list[torch.Tensor],
+    inputs: list[tuple[torch.Tensor, torch.Tensor]],
+    chosen: list[int],
+    batched: bool,
+) -> dict[int, float]:
+    """||grad of the mean loss||^2 of each chosen model on its own samples (one stacked gradient per
+    chunk of samples; chunk means weighted by their sizes)."""
+    norms: dict[int, float] = {}
+    if not batched:
+        for i in chosen:
+            norms[i] = stack.full_gradient_norm2(models[i], *inputs[i])
+        return norms
+    for size, members in _groups(inputs, chosen).items():
+        W = torch.stack([models[i] for i in members])
+        m = len(members)
+        chunk = max(1, MODEL_SAMPLES_PER_PASS // (4 * m))
+        G = torch.zeros_like(W)
+        for start in range(0, size, chunk):
+            x = torch.stack([inputs[i][0][start : start + chunk] for i in members])
+            y = torch.stack([inputs[i][1][start : start + chunk] for i in members])
+            g, _ = stack.gradients(W, x, y, torch.ones(y.shape, device=y.device))
+            G += g * (y.shape[1] / size)
+        for j, i in enumerate(members):
+            norms[i] = float((G[j].double() ** 2).sum())
+    return norms

@@ -1,0 +1,118 @@
+"""``dfl-sim sweep GRID.toml``: a grid of runs from a TOML file, one run folder per point.
+
+The file has two tables::
+
+    [base]            # RunConfig fields shared by every run (the CLI's flags, '-' or '_')
+    dataset = "mnist"
+    steps = 200
+
+    [grid]            # field -> list of values; the sweep is their product
+    seed = [0, 1, 2]
+    tau2 = [1, 4, 15]
+
+Each point runs in ``DIR/<field>=<value>_...`` (the grid's fields in the file's order). With ``resume``
+a point whose folder holds a finished run of the same config is not run again, one with a checkpoint
+continues from it, the others start afresh.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from bounds import InputError
+from sim.config import NOT_IN_FINGERPRINT, RunConfig, fingerprint
+from sim.sweep import SHARED_FIELDS
+
+__all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid"]
+
+_FIELDS = {f.name for f in fields(RunConfig)}
+_NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS)  # one per sweep (SHARED_FIELDS) or set by the sweep
+
+
+def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """(base, grid) from a TOML file, every key checked against RunConfig's fields."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(
+            f"grid file {str(path)!r} does not exist (expected a TOML file with [base] and [grid])"
+        )
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"grid file {str(path)!r} is not valid TOML ({exc})") from None
+    extra = [k for k in raw if k not in ("base", "grid")]
+    if extra:
+        raise InputError(f"grid file {str(path)!r}: unknown table {extra[0]!r} (expected [base] and [grid])")
+    base = {_field(path, k): v for k, v in raw.get("base", {}).items()}
+    grid: dict[str, list[Any]] = {}
+    for key, values in raw.get("grid", {}).items():
+        name = _field(path, key)
+        if name in _NOT_IN_GRID:
+            raise InputError(
+                f"grid file {str(path)!r}: {key!r} cannot vary in a sweep (expected it in [base]; "
+                f"one sweep has one {', '.join(SHARED_FIELDS)}; --out names the sweep's folder)"
+            )
+        if not isinstance(values, list) or not values:
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {key} = {values!r} (expected a non-empty list of values)"
+            )
+        if name in base:
+            raise InputError(f"grid file {str(path)!r}: {key!r} is in [base] and in [grid] (expected one)")
+        grid[name] = values
+    return base, grid
+
+
+def _field(path: Path, key: str) -> str:
+    name = key.replace("-", "_")
+    if name not in _FIELDS:
+        raise InputError(f"grid file {str(path)!r}: unknown key {key!r} (expected RunConfig fields)")
+    return name
+
+
+class GridPoint:
+    """One run of a grid: the grid's values it uses and its config (``out`` = its own folder)."""
+
+    def __init__(self, values: dict[str, Any], config: RunConfig) -> None:
+        self.values, self.config = values, config
+
+
+def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Path) -> list[GridPoint]:
+    """The product of the grid's lists over ``base``, each in its own folder under ``out``."""
+    points = []
+    for combo in itertools.product(*grid.values()):
+        values = dict(zip(grid, combo, strict=True))
+        folder = Path(out) / (_folder_name(values) or "run")
+        try:
+            config = RunConfig(**{**base, **values, "out": str(folder)})
+        except TypeError as exc:  # a key RunConfig does not take: load_grid checks, a caller may not
+            raise InputError(f"sweep: {exc} (expected RunConfig fields)") from None
+        points.append(GridPoint(values, config))
+    return points
+
+
+def _folder_name(values: dict[str, Any]) -> str:
+    """``field=value`` joined by ``_``, every character but letters, digits and ``.=-`` replaced."""
+    return re.sub(r"[^A-Za-z0-9.=\-_]+", "-", "_".join(f"{k}={v}" for k, v in values.items()))
+
+
+def finished_summary(config: RunConfig) -> dict[str, Any] | None:
+    """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps),
+    else None."""
+    folder = Path(config.out)
+    summary, saved = folder / "summary.json", folder / "config.json"
+    if not (summary.is_file() and saved.is_file()):
+        return None
+    try:
+        old = json.loads(saved.read_text())
+        done = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return None
+    now = fingerprint(config) | {"steps": config.steps}
+    same = all(old.get(k) == v for k, v in now.items() if k not in NOT_IN_FINGERPRINT or k == "steps")
+    return done if same and (done.get("steps") == config.steps or done.get("diverged")) else None

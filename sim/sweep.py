@@ -1,0 +1,280 @@
+"""The sweep engine: R runs stacked as one (sum of N_r) x d parameter matrix and stepped together.
+
+The runs of a sweep share a data set and a model (so their rows have the same length d) and may differ
+in everything else: seed, tau1, tau2, eta, algorithm, topology, compressor, partition, batch size,
+number of steps. Each step:
+
+* every run in a local step (or a D-SGD step) draws its own mini-batches from its own sampler, and the
+  gradients of all their rows come from one stacked call per batch size (:meth:`Stack.gradients`);
+* the runs in an exact gossip step mix their rows with one block-diagonal product
+  blockdiag(C_r) @ X (dense, or sparse CSR above ``SPARSE_GOSSIP_FROM_NODES`` rows, as a single run);
+  CHOCO-G runs step their own :class:`~sim.gossip.ChocoGossip` with their own compressor stream;
+* X <- X - eta_r G on the rows of the runs that took a local step (after the mixing for D-SGD:
+  C X - eta G(X), as eq. (glo-d-sgd)).
+
+Each run keeps its own random streams (sampler, compressor), step kinds (eq. (local_step_mask)) and
+learning rate, so a run's trajectory is the one it has alone, up to float rounding (the stacked
+products sum in another order; tested). Each run writes its own folder through its own
+:class:`~sim.loop.RunRecorder`, exactly as a single run; the logged metrics of all runs due at a step
+are computed in one batched pass (:func:`sim.evaluation.evaluate_runs`). A run that finishes or diverges
+leaves the stack's active set; the others go on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from bounds import InputError
+from sim.algorithms import BOTH, GOSSIP, LOCAL, sparse_mixing
+from sim.config import RunConfig
+from sim.data import load_dataset
+from sim.engine import Stack
+from sim.evaluation import evaluate_runs
+from sim.gossip import ExactGossip
+from sim.loop import RunRecorder, Single
+from sim.setup import SPARSE_GOSSIP_FROM_NODES, build_trainer, prepare
+from sim.trainer import Trainer
+
+__all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "run_sweep"]
+
+SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call: beyond, the CPU's caches overflow
+SAMPLES_PER_CALL_CUDA = 65536  # and the time per node-step grows (MNIST CNN, 2 cores: 7.0 ms at 10 or 20
+# nodes x 32 samples, 8.9 ms at 40, 13.8 ms at 80)
+SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
+
+
+class Lane:
+    """One run of a sweep: its rows of the stacked X, and the rest of its state in its own Trainer
+    (step kinds, learning rate, gossip rule, sampler, generator, step counter). Reads and writes like a
+    :class:`~sim.trainer.Trainer` (the :class:`~sim.loop.RunState` a recorder needs)."""
+
+    def __init__(self, engine: SweepEngine, index: int, rows: slice, trainer: Trainer) -> None:
+        self.engine, self.index, self.rows, self.trainer = engine, index, rows, trainer
+
+    @property
+    def X(self) -> torch.Tensor:
+        return self.engine.X[self.rows]
+
+    @X.setter
+    def X(self, value: torch.Tensor) -> None:
+        self.engine.X[self.rows] = value
+
+    @property
+    def t(self) -> int:
+        return self.trainer.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.trainer.t = value
+
+    @property
+    def tau(self) -> int:
+        return self.trainer.tau
+
+    @property
+    def sampler(self) -> Any:
+        return self.trainer.sampler
+
+    @property
+    def gen(self) -> torch.Generator | None:
+        return self.trainer.gen
+
+    @property
+    def gossip(self) -> Any:
+        return self.trainer.gossip
+
+    def learning_rate(self) -> float:
+        return self.trainer.learning_rate()
+
+    @property
+    def kind(self) -> int:
+        """The kind (LOCAL, GOSSIP, BOTH) of the run's next step."""
+        return int(self.trainer.kinds[self.trainer.t])
+
+
+class SweepEngine:
+    """The stacked parameter matrix X of R runs and one step of any subset of them (:meth:`step`).
+
+    ``samples_per_call``: the most node mini-batch samples (rows x batch width) one gradient call
+    takes; larger groups are cut by whole runs (the rows' gradients are independent, so the results do
+    not depend on the cut). Default: SAMPLES_PER_CALL_CPU, or SAMPLES_PER_CALL_CUDA on a GPU.
+    """
+
+    def __init__(
+        self,
+        stack: Stack,
+        trainers: Sequence[Trainer],
+        mixing_matrices: Sequence[np.ndarray],
+        x_train: torch.Tensor,
+        y_train: torch.Tensor,
+        samples_per_call: int | None = None,
+    ) -> None:
+        self.stack, self.x_train, self.y_train = stack, x_train, y_train
+        cuda = x_train.device.type == "cuda"  # the memory of one stacked forward/backward pass
+        default = SAMPLES_PER_CALL_CUDA if cuda else SAMPLES_PER_CALL_CPU
+        self.samples_per_call = default if samples_per_call is None else samples_per_call
+        self.C = list(mixing_matrices)
+        self.X = torch.cat([tr.X for tr in trainers])
+        self.lanes: list[Lane] = []
+        start = 0
+        for i, tr in enumerate(trainers):
+            n = tr.X.shape[0]
+            self.lanes.append(Lane(self, i, slice(start, start + n), tr))
+            tr.X = tr.X[:0]  # the stacked X holds the rows now
+            start += n
+        self._blocks: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+
+    def step(self, lanes: Sequence[Lane]) -> list[tuple[int, torch.Tensor | None]]:
+        """Advance each of ``lanes`` by its next step; returns each one's (kind, mini-batch losses)."""
+        kinds = [lane.kind for lane in lanes]
+        X = self.X
+        new = X.clone()
+        losses: dict[int, torch.Tensor] = {}
+        updates: list[tuple[Lane, torch.Tensor]] = []
+        local = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (LOCAL, BOTH)]
+        draws = {lane.index: lane.sampler.next() for lane in local}  # each run's own stream
+        for group in _by_batch_width(local, draws, self.samples_per_call):  # one stacked call per group
+            idx = torch.cat([draws[lane.index][0] for lane in group])
+            weight = torch.cat([draws[lane.index][1] for lane in group])
+            G, batch_losses = self.stack.gradients(
+                X[self._rows(group)], self.x_train[idx], self.y_train[idx], weight
+            )
+            start = 0
+            for lane in group:
+                n = lane.rows.stop - lane.rows.start
+                updates.append((lane, G[start : start + n]))
+                losses[lane.index] = batch_losses[start : start + n]
+                start += n
+        gossiping = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (GOSSIP, BOTH)]
+        exact = [lane for lane in gossiping if isinstance(lane.gossip, ExactGossip)]
+        if exact:  # one block-diagonal product for every exact gossip step
+            rows = self._rows(exact)
+            new[rows] = self._block(exact) @ X[rows]
+        for lane in gossiping:
+            if lane not in exact:  # CHOCO-G: its own X_hat and compressor stream
+                new[lane.rows] = lane.gossip.step(X[lane.rows], lane.gen)
+        for lane, G in updates:
+            new[lane.rows] = new[lane.rows] - lane.learning_rate() * G
+        self.X = new
+        for lane in lanes:
+            lane.t += 1
+        return [(k, losses.get(lane.index)) for lane, k in zip(lanes, kinds, strict=True)]
+
+    def _rows(self, lanes: Sequence[Lane]) -> slice | torch.Tensor:
+        """The rows of ``lanes`` in X: a slice when they are contiguous, else an index tensor."""
+        if all(a.rows.stop == b.rows.start for a, b in itertools.pairwise(lanes)):
+            return slice(lanes[0].rows.start, lanes[-1].rows.stop)
+        index = np.concatenate([np.arange(lane.rows.start, lane.rows.stop) for lane in lanes])
+        return torch.from_numpy(index).to(self.X.device)
+
+    def _block(self, lanes: Sequence[Lane]) -> torch.Tensor:
+        """blockdiag(C_r) of ``lanes`` (dense, or sparse CSR beyond SPARSE_GOSSIP_FROM_NODES rows),
+        cached for the last 32 sets of lanes."""
+        key = tuple(lane.index for lane in lanes)
+        if key not in self._blocks:
+            blocks = [self.C[i] for i in key]
+            if sum(len(C) for C in blocks) > SPARSE_GOSSIP_FROM_NODES:
+                M = sparse_mixing(sp.block_diag(blocks, format="csr"), device=self.X.device)
+            else:
+                M = torch.as_tensor(
+                    sp.block_diag(blocks).toarray(), dtype=torch.float32, device=self.X.device
+                )
+            self._blocks[key] = M
+            if len(self._blocks) > 32:
+                self._blocks.popitem(last=False)
+        self._blocks.move_to_end(key)
+        return self._blocks[key]
+
+
+def _by_batch_width(
+    lanes: Sequence[Lane], draws: dict[int, tuple[torch.Tensor, torch.Tensor]], samples_per_call: int
+) -> list[list[Lane]]:
+    """Lanes grouped by the width of their mini-batch draws (batch size, or the padded local data), each
+    group cut so that one gradient call sees at most ``samples_per_call`` samples (at least one lane)."""
+    groups: dict[int, list[list[Lane]]] = {}
+    for lane in lanes:
+        width = draws[lane.index][0].shape[1]
+        chunks = groups.setdefault(width, [[]])
+        rows = sum(other.rows.stop - other.rows.start for other in chunks[-1])
+        if chunks[-1] and (rows + lane.rows.stop - lane.rows.start) * width > samples_per_call:
+            chunks.append([])
+        chunks[-1].append(lane)
+    return [chunk for chunks in groups.values() for chunk in chunks]
+
+
+def check_compatible(configs: Sequence[RunConfig]) -> None:
+    """The runs of one sweep share SHARED_FIELDS and the local backend; their folders differ."""
+    if not configs:
+        raise InputError("a sweep needs at least one run (got an empty list)")
+    first = configs[0]
+    for c in configs[1:]:
+        for name in SHARED_FIELDS:
+            if getattr(c, name) != getattr(first, name):
+                raise InputError(
+                    f"sweep: {name} = {getattr(c, name)!r} differs from the first run's "
+                    f"{getattr(first, name)!r} (expected one {name} for all runs of a sweep)"
+                )
+    if first.backend != "local":
+        raise InputError(f"sweep: backend = {first.backend!r} (expected local: a sweep runs in one process)")
+    outs = [c.out for c in configs]
+    if len(set(outs)) != len(outs):
+        same = next(o for o in outs if outs.count(o) > 1)
+        raise InputError(f"sweep: two runs write to the same folder {same!r} (expected one folder per run)")
+
+
+def run_sweep(
+    configs: Sequence[RunConfig], progress: Callable[[int, int], None] | None = None
+) -> list[dict[str, Any]]:
+    """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
+
+    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
+    A config with ``resume`` continues from its folder's checkpoint.
+    """
+    for c in configs:
+        c.validate()
+    check_compatible(configs)
+    first = configs[0]
+    if first.threads:
+        torch.set_num_threads(first.threads)
+    data = load_dataset(first.dataset, first.data_dir)
+    setups = [prepare(c, data=data) for c in configs]
+    trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
+    device = setups[0].device
+    engine = SweepEngine(
+        setups[0].stack, trainers, [s.C for s in setups], data.x_train.to(device), data.y_train.to(device)
+    )
+    recorders = [
+        RunRecorder(c, s, lane, Single()) for c, s, lane in zip(configs, setups, engine.lanes, strict=True)
+    ]
+    total = sum(c.steps for c in configs)
+    try:
+        _log_due([r for r in recorders if r.start()])
+        active = [r for r in recorders if not r.finished]
+        while active:
+            results = engine.step([r.state for r in active])  # type: ignore[misc]
+            due = [r for r, (kind, losses) in zip(active, results, strict=True) if r.record(kind, losses)]
+            _log_due(due)
+            for r in active:
+                if r not in due:
+                    r.finish_step(None)
+            active = [r for r in active if not r.finished]
+            if progress:
+                progress(sum(r.state.t for r in recorders), total)
+        return [r.finish() for r in recorders]
+    finally:
+        for r in recorders:
+            r.close()
+
+
+def _log_due(recorders: Sequence[RunRecorder]) -> None:
+    """The metrics rows due at this step, every run's models evaluated in one batched pass."""
+    metrics = evaluate_runs([(r.evaluator, r.full_X()) for r in recorders])
+    for r, m in zip(recorders, metrics, strict=True):
+        r.finish_step(m)

@@ -1,0 +1,240 @@
+"""The sweep engine: R runs stacked as one matrix equal the same runs one by one (up to float rounding)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bounds import InputError
+from sim.cli import main
+from sim.config import RunConfig
+from sim.data import load_mnist
+from sim.engine import Stack
+from sim.evaluation import Evaluator, evaluate_runs, node_sample
+from sim.models import MnistCNN
+from sim.runner import run
+from sim.sweep import run_sweep
+
+VARIANTS = [
+    {},
+    {"seed": 1, "tau1": 2, "tau2": 3},
+    {"eta": 0.2, "topology": "complete"},
+    {"algorithm": "dsgd"},
+    {"algorithm": "sync", "steps": 17},
+    {"algorithm": "cdfl", "compressor": "rand_k", "compressor_param": 3},
+    {"partition": "iid", "batch_size": 0, "steps": 25},
+    {"nodes": 4, "batch_size": 8, "algorithm": "cdfl", "compressor": "qsgd", "compressor_param": 4,
+     "lr_schedule": "cdfl", "mu": 1.0, "a": 10.0},
+]  # fmt: skip
+
+
+def _base(tiny: Path) -> dict:
+    return {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 6, "steps": 30, "log_every": 5,
+            "eval_samples": 40, "checkpoint_every": 7}  # fmt: skip
+
+
+def _rows(folder: Path) -> list[dict[str, str]]:
+    with (folder / "metrics.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def _assert_same_records(a: Path, b: Path, rtol: float = 1e-5) -> None:
+    """Two run folders hold the same metrics rows (every column but the wall clock) and summary."""
+    rows_a, rows_b = _rows(a), _rows(b)
+    assert len(rows_a) == len(rows_b) > 1
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for key in ra:
+            if key == "wall_time":
+                continue
+            if ra[key] in ("", "init", "local", "gossip", "both"):
+                assert ra[key] == rb[key], key
+            else:
+                assert float(ra[key]) == pytest.approx(float(rb[key]), rel=rtol, abs=1e-7), (key, ra["step"])
+    sa, sb = (json.loads((f / "summary.json").read_text()) for f in (a, b))
+    for key in ("final_train_loss", "final_test_accuracy", "final_consensus", "bits_per_node", "model_time"):
+        assert sa[key] == pytest.approx(sb[key], rel=rtol, abs=1e-7), key
+    assert sa["steps"] == sb["steps"] and sa["diverged"] == sb["diverged"]
+
+
+def test_sweep_equals_the_runs_one_by_one(tiny, tmp_path) -> None:
+    """Seeds, schedules, algorithms (D-SGD, sync, CHOCO-G with random compressors), partitions, batch sizes,
+    node counts, steps and learning-rate schedules differ across the stacked runs."""
+    base = _base(tiny)
+    configs = [
+        RunConfig(**{**base, **v, "out": str(tmp_path / f"sweep/{i}")}) for i, v in enumerate(VARIANTS)
+    ]
+    summaries = run_sweep(configs)
+    assert [s["out_dir"] for s in summaries] == [c.out for c in configs]
+    for i, v in enumerate(VARIANTS):
+        run(RunConfig(**{**base, **v, "out": str(tmp_path / f"single/{i}")}))
+        _assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"single/{i}")
+        for name in ("config.json", "checkpoint.pt", "summary.json"):
+            assert (tmp_path / f"sweep/{i}" / name).is_file()
+
+
+def test_sweep_differs_from_a_wrong_reference(tiny, tmp_path) -> None:
+    """The equality test can fail: a run with another seed is not the same records."""
+    base = _base(tiny)
+    run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")})])
+    run(RunConfig(**{**base, "seed": 5, "out": str(tmp_path / "b")}))
+    with pytest.raises(AssertionError):
+        _assert_same_records(tmp_path / "a", tmp_path / "b")
+
+
+def test_gradient_calls_cut_by_runs_give_the_same_runs(tiny, tmp_path) -> None:
+    """samples_per_call below one run's samples: one gradient call per run, same records."""
+    from sim.data import load_dataset
+    from sim.setup import build_trainer, prepare
+    from sim.sweep import SweepEngine
+
+    base = _base(tiny)
+    configs = [RunConfig(**{**base, "seed": s, "out": str(tmp_path / f"r{s}")}) for s in range(3)]
+    data = load_dataset(configs[0].dataset)
+    finals = []
+    for per_call in (None, 1):
+        setups = [prepare(c, data=data) for c in configs]
+        engine = SweepEngine(
+            setups[0].stack,
+            [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)],
+            [s.C for s in setups],
+            data.x_train,
+            data.y_train,
+            samples_per_call=per_call,
+        )
+        for _ in range(20):
+            engine.step(engine.lanes)
+        finals.append(engine.X.clone())
+    torch.testing.assert_close(finals[0], finals[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_diverging_run_stops_and_the_others_go_on(tiny, tmp_path) -> None:
+    base = _base(tiny)
+    configs = [
+        RunConfig(**{**base, "eta": 1e6, "out": str(tmp_path / "bad")}),
+        RunConfig(**{**base, "out": str(tmp_path / "good")}),
+    ]
+    bad, good = run_sweep(configs)
+    assert bad["diverged"] and "diverged at step" in bad["message"] and bad["steps"] < base["steps"]
+    assert not good["diverged"] and good["steps"] == base["steps"]
+    run(RunConfig(**{**base, "out": str(tmp_path / "alone")}))
+    _assert_same_records(tmp_path / "good", tmp_path / "alone")
+
+
+def test_an_interrupted_sweep_resumes_to_the_unbroken_runs(tiny, tmp_path) -> None:
+    base = _base(tiny) | {"checkpoint_every": 4}
+    variants = [{}, {"algorithm": "cdfl", "compressor": "rand_k", "compressor_param": 3, "seed": 2}]
+
+    def configs(folder: str, resume: bool = False) -> list[RunConfig]:
+        return [
+            RunConfig(**{**base, **v, "out": str(tmp_path / folder / str(i)), "resume": resume})
+            for i, v in enumerate(variants)
+        ]
+
+    run_sweep(configs("unbroken"))
+
+    def stop(done: int, total: int) -> None:
+        if done >= 2 * 13:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(configs("broken"), stop)
+    assert not (tmp_path / "broken/0/summary.json").exists()
+    run_sweep(configs("broken", resume=True))
+    for i in range(len(variants)):
+        _assert_same_records(tmp_path / f"broken/{i}", tmp_path / f"unbroken/{i}")
+
+
+def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:
+    base = _base(tiny)
+    with pytest.raises(InputError, match="model = 'lstsq' differs"):
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "model": "lstsq", "out": str(tmp_path / "b")})])  # fmt: skip
+    with pytest.raises(InputError, match="same folder"):
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "seed": 1, "out": str(tmp_path / "a")})])  # fmt: skip
+    with pytest.raises(InputError, match="tau2 = -1"):
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "tau2": -1, "out": str(tmp_path / "b")})])  # fmt: skip
+    assert not (tmp_path / "a").exists()  # nothing ran: every config is checked first
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_batched_evaluation_equals_model_by_model(batched: bool) -> None:
+    """evaluate_runs (one stacked pass over every run's models) against Stack.evaluate one model at a time,
+    on the MNIST CNN with runs of different sizes and samples."""
+    torch.manual_seed(0)
+    data = load_mnist()
+    model = MnistCNN()
+    stack = Stack(model)
+    evaluators = [
+        Evaluator(stack, data, samples, seed, torch.device("cpu")) for samples, seed in ((60, 0), (45, 1))
+    ]
+    Xs = [stack.flatten(model).repeat(n, 1) + 0.01 * torch.randn(n, stack.d) for n in (5, 3)]
+    metrics = evaluate_runs(list(zip(evaluators, Xs, strict=True)), batched)
+    for ev, X, got in zip(evaluators, Xs, metrics, strict=True):
+        u = X.mean(0)
+        loss, acc = stack.evaluate(u, ev.x_tr, ev.y_tr)
+        _, test_acc = stack.evaluate(u, ev.x_te, ev.y_te)
+        nodes = [stack.evaluate(X[i], ev.x_tr, ev.y_tr) for i in node_sample(len(X))]
+        assert got["train_loss"] == pytest.approx(loss, rel=1e-5)
+        assert got["train_acc"] == acc and got["test_acc"] == test_acc
+        assert got["node_loss"] == pytest.approx(np.mean([n[0] for n in nodes]), rel=1e-5)
+        assert got["node_acc"] == pytest.approx(np.mean([n[1] for n in nodes]))
+        assert got["grad_norm2"] == pytest.approx(stack.full_gradient_norm2(u, ev.x_tr, ev.y_tr), rel=1e-4)
+        assert got["consensus"] == pytest.approx(float(((X - u) ** 2).sum() / len(X)), rel=1e-6)
+
+
+def _grid(tmp_path: Path, tiny: Path, body: str) -> Path:
+    path = tmp_path / "grid.toml"
+    path.write_text(
+        f'[base]\ndataset = "npz:{tiny}"\nmodel = "logreg"\nnodes = 6\nsteps = 20\neval-samples = 30\n' + body
+    )
+    return path
+
+
+def test_cli_sweep_json_folders_and_resume(tiny, tmp_path, capsys) -> None:
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\ntau2 = [1, 4]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [r["grid"] for r in runs] == [{"seed": s, "tau2": t} for s in (0, 1) for t in (1, 4)]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["seed=0_tau2=1", "seed=0_tau2=4", "seed=1_tau2=1", "seed=1_tau2=4", "sweep.json"]
+    )
+    assert json.loads((out / "sweep.json").read_text()) == runs
+    config = json.loads((out / "seed=1_tau2=4/config.json").read_text())
+    assert (config["seed"], config["tau2"], config["steps"]) == (1, 4, 20)
+    before = {p: (p / "metrics.csv").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()}
+    assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0
+    assert json.loads(capsys.readouterr().out) == runs  # finished runs are not run again
+    assert before == {p: (p / "metrics.csv").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()}
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ("[grid]\nseed = []\n", "expected a non-empty list"),
+        ("[grid]\nmodel = ['logreg', 'lstsq']\n", "'model' cannot vary"),
+        ("[grid]\nsed = [1]\n", "unknown key 'sed'"),
+        ("[grids]\nseed = [1]\n", "unknown table 'grids'"),
+        ("[grid]\ntau1 = [1, 0]\n", "tau1 = 0 is out of range"),
+        ("[grid]\nnodes = [6]\n", "'nodes' is in [base] and in [grid]"),
+        ("[grid\n", "is not valid TOML"),
+    ],
+)
+def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
+    grid = _grid(tmp_path, tiny, body)
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and "\n" not in err and err.startswith("dfl-sim: error:")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_cli_sweep_missing_file(tmp_path, capsys) -> None:
+    assert main(["sweep", str(tmp_path / "nope.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
