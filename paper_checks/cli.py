@@ -1,6 +1,8 @@
-"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]``.
+"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]
+[--estimate]``.
 
-The paper's claims, checked.
+The paper's claims, checked. Before the checks start, one line on stderr estimates how long they will
+take (:mod:`paper_checks.estimate`); a progress bar follows them, weighted by that estimate.
 
 Exit code 0 when the checks ran, whatever they found; 2 for bad arguments.
 """
@@ -11,9 +13,12 @@ import json
 import sys
 from collections.abc import Sequence
 
+from tqdm import tqdm
+
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, writable_folder
-from paper_checks.report import run_checks, write_report
+from paper_checks.estimate import estimate
+from paper_checks.report import run_checks, select, write_report
 
 __all__ = ["main"]
 
@@ -33,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="folder holding cifar-10-batches-py, for fig6-cifar (default: $DFLKIT_CIFAR10_DIR)",
     )
     parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
+    parser.add_argument(
+        "--estimate", action="store_true", help="print the time estimate and stop (nothing runs)"
+    )
     args = parser.parse_args(argv)
     quick = not args.full
     try:
@@ -41,15 +49,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
 
-    def done(i: int, total: int, r: dict) -> None:  # a line per check: long runs are not silent
-        cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
-        print(f"dfl-check: [{i}/{total}] {r['id']}: {r['status']}{cached}", file=sys.stderr, flush=True)
-
     try:
-        results = run_checks(args.only, quick, out, args.cifar_dir, args.device, progress=done)
+        chosen, context = select(args.only, quick, out, args.cifar_dir, args.device)
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2
+    guess = estimate(chosen, context, out / "cache")
+    print(f"dfl-check: {len(chosen)} checks, estimated {guess.line()}", file=sys.stderr, flush=True)
+    if args.estimate:
+        return 0
+    shape = "{desc}: {percentage:3.0f}%|{bar}| estimated {n_fmt}/{total_fmt} s [{elapsed}]"
+    total = round(guess.seconds)
+    bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=args.json, bar_format=shape)
+
+    def done(i: int, total: int, r: dict) -> None:  # a line per check: long runs are not silent
+        cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
+        bar.write(f"dfl-check: [{i}/{total}] {r['id']}: {r['status']}{cached}", file=sys.stderr)
+        bar.update(round(guess.per_check.get(r["id"]) or 0))
+
+    with bar:
+        results = run_checks(args.only, quick, out, args.cifar_dir, args.device, progress=done)
     write_report(results, out, quick)
     if args.json:
         print(

@@ -9,7 +9,9 @@ gossip step 1, a compressed one its bit fraction), which sparsifier (rand_k), an
 same number of steps" counts gossip steps. Fig. 6 is checked under both readings (same total
 steps T; same number of local steps). ``--quick`` raises eta to 0.05 so that 60 local steps
 show a trend, and uses 2 seeds; ``--full`` uses the paper's eta, 1500 local steps, 3 seeds.
-Runs are cached by their full config, so checks that need the same run share it.
+Runs are cached by their full config, so checks that need the same run share it. The runs of a
+figure that are not cached yet (every configuration, every seed) run as one stacked sweep
+(:mod:`sim.sweep`), each in its own cache folder.
 
 Verdicts compare the final training loss (mean of the last three logged values, on a fixed
 evaluation sample of the training set) across seeds: ``holds`` when every adjacent pair of the
@@ -24,6 +26,7 @@ import itertools
 import json
 import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +38,7 @@ from paper_checks.registry import Outcome, check, combined
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
 from sim.runner import RunConfig, run
+from sim.sweep import run_sweep
 
 
 def _settings(quick: bool) -> dict[str, Any]:
@@ -69,8 +73,9 @@ def _cifar(quick: bool) -> dict[str, Any]:
     }
 
 
-def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, float]]:
-    """One cached simulation; returns its metrics rows (reused when any check already ran the config)."""
+def _planned(ctx: CheckContext, seed: int, **kw: Any) -> tuple[RunConfig, str]:
+    """One simulation's config (its ``out``: the cache folder named by the config alone, so checks that
+    need the same run share it) and its cache key."""
     cfg = _settings(ctx.quick)
     points = kw.pop("log_points", 10)  # ten logged points per curve: evaluation stays cheap
     kw["log_every"] = max(1, kw["steps"] // points)
@@ -87,13 +92,32 @@ def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, float]]:
     config = RunConfig(**{**defaults, **kw})
     key = json.dumps({k: v for k, v in asdict(config).items() if k != "out"}, sort_keys=True)
     name = f"{config.dataset}-{config.algorithm}-{config.topology}-tau1={config.tau1}-tau2={config.tau2}"
-    folder = run_folder(ctx, f"{name}-seed{seed}", key)  # named by the config alone: checks share runs
-    config.out = str(folder)
-    done = folder / "summary.json"
+    config.out = str(run_folder(ctx, f"{name}-seed{seed}", key))
+    return config, key
+
+
+def _cached(config: RunConfig, key: str) -> bool:
+    folder = Path(config.out)
     config_file = folder / "config.json"
-    if not (done.is_file() and config_file.is_file() and same_config(config_file, key)):
+    return (folder / "summary.json").is_file() and config_file.is_file() and same_config(config_file, key)
+
+
+def _sweep(ctx: CheckContext, configs: dict[str, dict[str, Any]]) -> None:
+    """Run every configuration of a figure, every seed, that is not cached yet, as one stacked sweep
+    (:func:`sim.sweep.run_sweep`; one sweep per data set)."""
+    by_data: dict[tuple[str, str | None], list[RunConfig]] = {}
+    for config in planned_runs(ctx, configs):
+        by_data.setdefault((config.dataset, config.data_dir), []).append(config)
+    for group in by_data.values():
+        run_sweep(group)
+
+
+def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, float]]:
+    """One cached simulation's metrics rows (run alone when no sweep has run it)."""
+    config, key = _planned(ctx, seed, **kw)
+    if not _cached(config, key):
         run(config)
-    with (folder / "metrics.csv").open() as fh:
+    with (Path(config.out) / "metrics.csv").open() as fh:
         return [
             {k: float(v) if v not in ("", "init", "local", "gossip", "both") else v for k, v in row.items()}
             for row in csv.DictReader(fh)
@@ -124,6 +148,8 @@ def _ordering(values: dict[str, list[float]], order: list[str]) -> tuple[str, li
 
 
 def _runs(configs: dict[str, dict[str, Any]], ctx: CheckContext) -> tuple[dict[str, list[float]], dict]:
+    """Every configuration and seed (through one sweep), then each one's final loss and curve."""
+    _sweep(ctx, configs)
     values: dict[str, list[float]] = {}
     curves: dict[str, list[list[float]]] = {}
     for label, kw in configs.items():
@@ -152,6 +178,15 @@ def _steps_for(local_steps: int, tau1: int, tau2: int) -> int:
     return (local_steps // tau1) * (tau1 + tau2)
 
 
+def _fig6_configs(local: int, tau2s: list[int], same_total: bool, **base: Any) -> dict[str, dict[str, Any]]:
+    """Fig. 6's runs on one data set / topology, both readings (tau1 = 4)."""
+    totals = {t: _steps_for(local, 4, 4) for t in tau2s} if same_total else {}
+    configs = {f"T tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": s} for t, s in totals.items()}
+    return configs | {
+        f"L tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": _steps_for(local, 4, t)} for t in tau2s
+    }
+
+
 def _fig6(
     ctx: CheckContext, local: int, tau2s: list[int], same_total: bool = True, **base: Any
 ) -> dict[str, Any]:
@@ -161,6 +196,7 @@ def _fig6(
     ``same_total`` is false, in which case its verdict is 'not run'.
     """
     order = [f"tau2={t}" for t in tau2s]
+    _sweep(ctx, _fig6_configs(local, tau2s, same_total, **base))
 
     def reading(steps_for_tau2: Any) -> tuple[str, list, dict, str]:
         configs = {f"tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": steps_for_tau2(t)} for t in tau2s}
@@ -192,6 +228,15 @@ def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], ctx: 
     )
 
 
+QUASI_RING = {"topology": "quasi-ring", "weights": "metropolis"}
+
+
+def _fig6_mnist_configs(ctx: CheckContext, tau2s: list[int] | tuple[int, ...] = (15, 4, 1)) -> dict[str, Any]:
+    """Fig. 6(a)-(d): both readings on the ring and the quasi-ring."""
+    ring_ = _fig6_configs(_settings(ctx.quick)["local_steps"], list(tau2s), True)
+    return ring_ | {f"quasi {k}": {**kw, **QUASI_RING} for k, kw in ring_.items()}
+
+
 @check(
     "fig6-tau2",
     "Fig. 6(a)-(d), Remark 1",
@@ -201,13 +246,15 @@ def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], ctx: 
     "Metropolis), tau1 = 4, tau2 in {1, 4, 15}, seeds; reading A: the same total steps T (local + gossip); "
     "reading B: the same number of local steps",
     statement=(15, 4, 1),
+    planned=lambda ctx: planned_runs(ctx, _fig6_mnist_configs(ctx)),
 )
 def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """``tau2_best_first``: the claimed ranking of tau2 by final training loss, lowest loss first."""
     local = _settings(ctx.quick)["local_steps"]
     order = list(tau2_best_first)
+    _sweep(ctx, _fig6_mnist_configs(ctx, order))  # both topologies' runs in one sweep
     ring_ = _fig6(ctx, local, order)
-    quasi = _fig6(ctx, local, order, topology="quasi-ring", weights="metropolis")
+    quasi = _fig6(ctx, local, order, **QUASI_RING)
     parts = {"ring": ring_, "quasi-ring": quasi}
     status = combined([v for part in parts.values() for v in part["verdicts"]])
     return Outcome(
@@ -232,6 +279,21 @@ def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     )
 
 
+def _cifar_base(ctx: CheckContext, folder: str) -> dict[str, Any]:
+    cfg = _cifar(ctx.quick)
+    return {"dataset": "cifar10", "data_dir": str(folder), "eta": cfg["eta"],
+            "eval_samples": cfg["eval_samples"], "log_points": cfg["log_points"]}  # fmt: skip
+
+
+def _fig6_cifar_configs(ctx: CheckContext) -> dict[str, Any]:
+    """Fig. 6(e)-(f)'s runs (none when CIFAR-10 is not configured)."""
+    folder = ctx.cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
+    if not folder:
+        return {}
+    cfg = _cifar(ctx.quick)
+    return _fig6_configs(cfg["local_steps"], cfg["tau2s"], cfg["same_total"], **_cifar_base(ctx, folder))
+
+
 @check(
     "fig6-cifar",
     "Fig. 6(e)-(f), Remark 1",
@@ -241,6 +303,7 @@ def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     "seeds, both readings of 'the same step'; the paper's eta = 0.008 in --full. Needs CIFAR-10: "
     "dfl-check --cifar-dir DIR (a folder holding cifar-10-batches-py) or $DFLKIT_CIFAR10_DIR",
     statement=(15, 4, 1),
+    planned=lambda ctx: planned_runs(ctx, _fig6_cifar_configs(ctx)),
 )
 def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig6-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""
@@ -259,17 +322,7 @@ def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
             f"(tau2 in {cfg['tau2s']}): nothing to compare.",
             {"claimed": list(tau2_best_first), "run": cfg["tau2s"]},
         )
-    part = _fig6(
-        ctx,
-        cfg["local_steps"],
-        claimed,
-        dataset="cifar10",
-        data_dir=str(folder),
-        eta=cfg["eta"],
-        eval_samples=cfg["eval_samples"],
-        log_points=cfg["log_points"],
-        same_total=cfg["same_total"],
-    )
+    part = _fig6(ctx, cfg["local_steps"], claimed, same_total=cfg["same_total"], **_cifar_base(ctx, folder))
     return Outcome(
         combined(list(part["verdicts"])),
         f"same total steps {part['verdicts'][0]}, same local steps {part['verdicts'][1]} "
@@ -285,15 +338,17 @@ def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     "from 1 to 10, and synchronous SGD (tau1 = 1, C = J) is best, at the same number of steps.",
     "DFL on the MNIST ring with tau1 in {1, 4, 10}, tau2 = 4, and synchronous SGD, the same total steps T",
     statement=("sync", "tau1=1", "tau1=4", "tau1=10"),
+    planned=lambda ctx: planned_runs(ctx, _fig7_configs(ctx)),
 )
 def fig7(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the runs by final training loss, lowest first."""
-    local = _settings(ctx.quick)["local_steps"]
-    steps = _steps_for(local, 4, 4)
+    return _ranking_outcome(_fig7_configs(ctx), list(best_first), ctx)
+
+
+def _fig7_configs(ctx: CheckContext) -> dict[str, Any]:
+    steps = _steps_for(_settings(ctx.quick)["local_steps"], 4, 4)
     configs = {"sync": {"algorithm": "sync", "steps": steps}}
-    configs |= {f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps} for t in (1, 4, 10)}
-    order = list(best_first)
-    return _ranking_outcome(configs, order, ctx)
+    return configs | {f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps} for t in (1, 4, 10)}
 
 
 @check(
@@ -303,31 +358,21 @@ def fig7(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     "DFL on MNIST with complete graph (zeta = 0), quasi-ring (0.85), ring (0.87), path "
     "(Metropolis, 0.98), same total steps",
     statement=("zeta=0 (complete)", "zeta=0.85 (quasi-ring)", "zeta=0.87 (ring)", "zeta=0.98 (path)"),
+    planned=lambda ctx: planned_runs(ctx, _fig8_configs(ctx)),
 )
 def fig8(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the topologies by final training loss, lowest first."""
-    local = _settings(ctx.quick)["local_steps"]
-    steps = _steps_for(local, 2, 4)
-    configs = {
-        "zeta=0 (complete)": {"topology": "complete", "tau1": 2, "tau2": 4, "steps": steps},
-        "zeta=0.85 (quasi-ring)": {
-            "topology": "quasi-ring",
-            "weights": "metropolis",
-            "tau1": 2,
-            "tau2": 4,
-            "steps": steps,
-        },
-        "zeta=0.87 (ring)": {"topology": "ring", "tau1": 2, "tau2": 4, "steps": steps},
-        "zeta=0.98 (path)": {
-            "topology": "path",
-            "weights": "metropolis",
-            "tau1": 2,
-            "tau2": 4,
-            "steps": steps,
-        },
+    return _ranking_outcome(_fig8_configs(ctx), list(best_first), ctx)
+
+
+def _fig8_configs(ctx: CheckContext) -> dict[str, Any]:
+    base = {"tau1": 2, "tau2": 4, "steps": _steps_for(_settings(ctx.quick)["local_steps"], 2, 4)}
+    return {
+        "zeta=0 (complete)": {"topology": "complete", **base},
+        "zeta=0.85 (quasi-ring)": {**QUASI_RING, **base},
+        "zeta=0.87 (ring)": {"topology": "ring", **base},
+        "zeta=0.98 (path)": {"topology": "path", "weights": "metropolis", **base},
     }
-    order = list(best_first)
-    return _ranking_outcome(configs, order, ctx)
 
 
 FIG9_CLAIMS: dict[str, Any] = {
@@ -356,31 +401,11 @@ FIG9_CLAIMS: dict[str, Any] = {
     "costs); 'faster by x%' read as the relative reduction of the training loss at the same time, "
     "reported at 25/40/50/100% of the horizon all runs reach (40% stands for 'wall-clock 4')",
     statement=FIG9_CLAIMS,
+    planned=lambda ctx: planned_runs(ctx, _fig9_configs(ctx)),
 )
 def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
     """``claims``: best-first orderings against steps, and (better, worse) pairs at wall-clock 4."""
-    local = _settings(ctx.quick)["local_steps"]
-    steps = _steps_for(local, 4, 4)
-    d = 20490
-    base = {"tau1": 4, "tau2": 4, "steps": steps, "gamma": 1.0}
-    configs = {
-        "DFL": {**base},
-        "rand_k delta=0.89": {
-            **base,
-            "algorithm": "cdfl",
-            "compressor": "rand_k",
-            "compressor_param": round(0.89 * d),
-        },
-        "rand_k delta=0.67": {
-            **base,
-            "algorithm": "cdfl",
-            "compressor": "rand_k",
-            "compressor_param": round(0.67 * d),
-        },
-        "gossip delta=0.8": {**base, "algorithm": "cdfl", "compressor": "gossip", "compressor_param": 0.8},
-        "gossip delta=0.6": {**base, "algorithm": "cdfl", "compressor": "gossip", "compressor_param": 0.6},
-    }
-    values, curves = _runs(configs, ctx)
+    values, curves = _runs(_fig9_configs(ctx), ctx)
     verdict_sparse, pairs_sparse = _ordering(values, list(claims["sparsification"]))
     verdict_gossip, pairs_gossip = _ordering(values, list(claims["gossip"]))
     clock = {
@@ -410,6 +435,35 @@ def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
             "curves": curves,
         },
     )
+
+
+def _fig9_configs(ctx: CheckContext) -> dict[str, Any]:
+    d = 20490  # the MNIST CNN's parameters
+    base = {
+        "tau1": 4,
+        "tau2": 4,
+        "steps": _steps_for(_settings(ctx.quick)["local_steps"], 4, 4),
+        "gamma": 1.0,
+    }
+    cdfl = {**base, "algorithm": "cdfl"}
+    return {
+        "DFL": {**base},
+        "rand_k delta=0.89": {**cdfl, "compressor": "rand_k", "compressor_param": round(0.89 * d)},
+        "rand_k delta=0.67": {**cdfl, "compressor": "rand_k", "compressor_param": round(0.67 * d)},
+        "gossip delta=0.8": {**cdfl, "compressor": "gossip", "compressor_param": 0.8},
+        "gossip delta=0.6": {**cdfl, "compressor": "gossip", "compressor_param": 0.6},
+    }
+
+
+def planned_runs(ctx: CheckContext, configs: dict[str, dict[str, Any]]) -> list[RunConfig]:
+    """The simulations of ``configs`` (every seed) that are not cached yet: what a check will run."""
+    todo: dict[str, RunConfig] = {}
+    for kw in configs.values():
+        for seed in _settings(ctx.quick)["seeds"]:
+            config, key = _planned(ctx, seed, **kw)
+            if not _cached(config, key):
+                todo[config.out] = config  # two labels of one run (a shared reading) run once
+    return list(todo.values())
 
 
 WALLCLOCK_RATIOS = (1.0, 10.0)  # an uncompressed gossip step costs this many local steps

@@ -39,7 +39,8 @@ class Check:
     signs): ``run(context, statement)`` measures and then judges that statement, so a test can hand it a
     deliberately wrong one and see ``violated`` (tests/test_check_mutations.py does, for every check).
     A ``reference`` check documents a value or a case outside the claim's assumptions; its status is
-    ``reference`` and it has no statement to falsify.
+    ``reference`` and it has no statement to falsify. ``planned(context)``: the training runs the check
+    will simulate (those not cached yet), for ``dfl-check``'s time estimate.
     """
 
     id: str
@@ -49,6 +50,7 @@ class Check:
     run: Callable[[CheckContext, Any], Outcome]
     statement: Any = None
     reference: bool = False
+    planned: Callable[[CheckContext], list[Any]] | None = None  # its simulations not cached yet (RunConfigs)
 
     def __call__(self, context: CheckContext, statement: Any = None) -> Outcome:
         """Run the check in ``context`` on ``statement`` (the paper's, by default)."""
@@ -87,7 +89,13 @@ CheckFunction = Callable[[CheckContext, Any], Outcome]
 
 
 def check(
-    id: str, ref: str, claim: str, method: str, statement: Any = None, reference: bool = False
+    id: str,
+    ref: str,
+    claim: str,
+    method: str,
+    statement: Any = None,
+    reference: bool = False,
+    planned: Callable[[CheckContext], list[Any]] | None = None,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register ``fn(context, statement) -> Outcome`` as the check of one claim.
 
@@ -99,7 +107,7 @@ def check(
     def register(fn: CheckFunction) -> CheckFunction:
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference)
+        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference, planned)
         return fn
 
     return register

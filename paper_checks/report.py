@@ -14,7 +14,7 @@ from bounds.serialize import jsonable
 from paper_checks.context import CheckContext
 from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
-__all__ = ["run_checks", "write_report"]
+__all__ = ["run_checks", "select", "write_report"]
 
 
 def _cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
@@ -56,6 +56,21 @@ def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any
     return {**result, "cached": False}
 
 
+def select(
+    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None, device: str = "cpu"
+) -> tuple[list[Check], CheckContext]:
+    """The selected checks (all by default, in registry order) and the context they run in.
+
+    Raises KeyError naming an unknown id.
+    """
+    load_checks()
+    unknown = [i for i in ids or [] if i not in CHECKS]
+    if unknown:
+        raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
+    chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
+    return chosen, CheckContext(quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir)
+
+
 def run_checks(
     ids: list[str] | None,
     quick: bool,
@@ -69,15 +84,10 @@ def run_checks(
     ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
     ``progress(i, total, result)`` is called after each check.
     """
-    load_checks()
-    unknown = [i for i in ids or [] if i not in CHECKS]
-    if unknown:
-        raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
+    chosen, context = select(ids, quick, out, cifar_dir, device)
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
     results = []
-    context = CheckContext(quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir)
     for i, chk in enumerate(chosen, 1):
         results.append(run_one(chk, context, cache_dir))
         if progress:

@@ -49,6 +49,7 @@ from sim.algorithms import GOSSIP, resolve_schedule, sparse_mixing, step_kinds
 from sim.engine import Stack
 from sim.gossip import CirculantMixing
 from sim.models import MnistCNN
+from sim.timing import seconds_per_call as _time
 
 __all__ = ["distributed_benchmark", "gossip_benchmark", "resolve_device", "run_benchmarks"]
 
@@ -104,28 +105,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
             f"(expected cpu, cuda or {indices})"
         )
     return dev
-
-
-def _synchronize(dev: torch.device) -> None:
-    """Wait for every kernel queued on ``dev`` (a no-op on the CPU, whose ops are synchronous)."""
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-
-
-def _time(fn: Callable[[], object], repeats: int, dev: torch.device) -> float:
-    """Seconds per call of ``fn`` on ``dev``.
-
-    One warm-up call (the first calls build the autograd graphs and load the kernels), then
-    ``repeats`` calls between two device synchronisations: on CUDA the clock starts when the
-    queue is empty and stops when the last kernel has finished.
-    """
-    fn()
-    _synchronize(dev)
-    start = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    _synchronize(dev)
-    return (time.perf_counter() - start) / repeats
 
 
 def _engine_step(

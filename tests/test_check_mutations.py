@@ -154,6 +154,7 @@ def _fake_runs(configs: dict[str, dict], ctx: CheckContext) -> tuple[dict, dict]
 def cheap(monkeypatch, tmp_path):
     """Shrunken settings for the expensive checks; fabricated losses for the experiments."""
     monkeypatch.setattr(experiments, "_runs", _fake_runs)
+    monkeypatch.setattr(experiments, "_sweep", lambda ctx, configs: None)  # no simulation: losses are faked
     context = CheckContext(runs=_shared_runs(tmp_path), device="cpu", cifar_dir=str(tmp_path / "no-cifar"))
     tiny = {"seeds": [0], "local_steps": 4, "eval_samples": 8, "grad_every": 1, "hessian_samples": 16}
     tiny |= {"hessian_iters": 3, "eta": 0.05, "batch_size": 32}

@@ -1,0 +1,154 @@
+"""``dfl-check``'s time estimate, before anything runs.
+
+Two parts:
+
+* the simulations the checks will run (each check's ``planned`` runs, those not cached yet), timed by
+  a short calibration on this machine and device: one stacked local step of 10 nodes x 32 samples of
+  the run's model (seconds per node-step) and one forward pass of 500 samples (seconds per evaluated
+  sample); a run costs its local node-steps, its logged rows (the average model on the training and
+  test samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its
+  final evaluation (the training sample and the whole test set);
+* every other check: the seconds it took the last time it ran in this mode in this output folder
+  (its cache file; 0 when its cached verdict is still valid), or "never timed here".
+
+The gossip steps and the start-up of each run are left out (a few per cent at N = 10); the test suite
+compares the estimate with a measured run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from paper_checks.context import CheckContext
+from paper_checks.registry import Check
+from sim.algorithms import GOSSIP, resolve_schedule, step_kinds
+from sim.config import RunConfig
+from sim.data import load_dataset
+from sim.engine import Stack
+from sim.evaluation import node_sample
+from sim.models import make_model
+from sim.timing import seconds_per_call
+
+__all__ = ["Calibration", "Estimate", "calibrate", "estimate", "run_seconds"]
+
+CALIBRATION_NODES, CALIBRATION_BATCH, CALIBRATION_SAMPLES = 10, 32, 500
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured on this machine: seconds per local node-step (10 nodes x 32 samples stacked) and per
+    evaluated sample (a forward pass of 500), for one data set / model / device; the test set's size."""
+
+    node_step: float
+    sample: float
+    test_size: int
+
+
+def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
+    """Time the config's model on random inputs of its data set's shape (after one warm-up call)."""
+    data = load_dataset(config.dataset, config.data_dir)
+    device = torch.device(config.device)
+    torch.manual_seed(0)
+    model = make_model(config.model, data.input_shape, data.num_classes).to(device)
+    stack = Stack(model)
+    n, b = CALIBRATION_NODES, CALIBRATION_BATCH
+    X = stack.flatten(model).repeat(n, 1)
+    x = torch.randn(n, b, *data.input_shape, device=device)
+    y = torch.randint(0, data.num_classes, (n, b), device=device)
+    w = torch.ones(n, b, device=device)
+    xs = torch.randn(CALIBRATION_SAMPLES, *data.input_shape, device=device)
+
+    step = seconds_per_call(lambda: stack.gradients(X, x, y, w), repeats, device)
+    with torch.no_grad():
+        forward = seconds_per_call(lambda: model(xs), repeats, device)
+    return Calibration(step / n, forward / CALIBRATION_SAMPLES, len(data.y_test))
+
+
+def run_seconds(config: RunConfig, cal: Calibration) -> float:
+    """The modelled seconds of one run: local node-steps, logged rows, final evaluation."""
+    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    local = int((step_kinds(config.algorithm, tau1, tau2, config.steps) != GOSSIP).sum())
+    rows = config.steps // config.log_every + 1
+    per_row = (2 + len(node_sample(config.nodes)) + 3) * config.eval_samples  # + a gradient ~ 3 passes
+    final = config.eval_samples + cal.test_size
+    return config.nodes * local * cal.node_step + (rows * per_row + final) * cal.sample
+
+
+@dataclass
+class Estimate:
+    """Seconds per check (None: never timed here), the planned runs and the calibrations used."""
+
+    per_check: dict[str, float | None] = field(default_factory=dict)
+    simulating: list[str] = field(default_factory=list)  # the checks timed by their planned runs
+    runs: int = 0
+    simulation_seconds: float = 0.0
+    calibrations: dict[str, Calibration] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for s in self.per_check.values() if s is not None)
+
+    @property
+    def untimed(self) -> list[str]:
+        return [k for k, s in self.per_check.items() if s is None]
+
+    def line(self) -> str:
+        """One line for the user before the checks start."""
+        parts = [f"about {_duration(self.seconds)}"]
+        if self.runs:
+            steps = ", ".join(f"{k}: {c.node_step * 1e3:.1f} ms per local node-step"
+                              for k, c in self.calibrations.items())  # fmt: skip
+            parts.append(f"{self.runs} simulations {_duration(self.simulation_seconds)} ({steps})")
+        others = {k: s for k, s in self.per_check.items() if s is not None and k not in self.simulating}
+        if others:
+            parts.append(f"{len(others)} other checks {_duration(sum(others.values()))} (as last timed here, "
+                         "0 when cached)")  # fmt: skip
+        if self.untimed:
+            parts.append(f"{len(self.untimed)} never timed here ({', '.join(self.untimed)}): not counted")
+        return "; ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Estimate:
+    """The time each of ``checks`` will take in ``context`` (see the module docstring)."""
+    out = Estimate()
+    for chk in checks:
+        path = cache_dir / f"{chk.id}-{'quick' if context.quick else 'full'}.json"
+        last = json.loads(path.read_text()) if path.is_file() else None
+        if last is not None and last.get("fingerprint") == chk.fingerprint(context):
+            out.per_check[chk.id] = 0.0  # its verdict is cached
+            continue
+        if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
+            try:  # free)
+                planned = chk.planned(context)
+                seconds = sum(run_seconds(c, _calibration(out, c)) for c in planned)
+            except Exception:  # the check itself will say why it cannot run (no data, no GPU)
+                out.per_check[chk.id] = None
+                continue
+            out.runs += len(planned)
+            out.simulating.append(chk.id)
+            out.simulation_seconds += seconds
+            out.per_check[chk.id] = seconds
+        else:
+            out.per_check[chk.id] = float(last["seconds"]) if last and "seconds" in last else None
+    return out
+
+
+def _calibration(out: Estimate, config: RunConfig) -> Calibration:
+    """The calibration of the config's data set, model and device (measured once per estimate)."""
+    key = f"{config.dataset}/{config.model} on {config.device}"
+    if key not in out.calibrations:
+        config.validate()
+        out.calibrations[key] = calibrate(config)
+    return out.calibrations[key]

@@ -1,0 +1,81 @@
+"""dfl-check's time estimate: the cost model by hand, cached and untimed checks, the CLI line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paper_checks.cli import main
+from paper_checks.context import CheckContext
+from paper_checks.estimate import Calibration, estimate, run_seconds
+from paper_checks.registry import Check, Outcome
+from sim.config import RunConfig
+
+
+def test_run_seconds_by_hand() -> None:
+    """tau1 = tau2 = 4, T = 20: local steps 1-4, 9-12 and the tail 17-20 (12); 10 nodes; logged rows at
+    steps 0, 5, 10, 15, 20; per row u on train and test, 4 nodes, and a gradient (~3 passes)."""
+    config = RunConfig(steps=20, log_every=5, eval_samples=100)
+    cal = Calibration(node_step=0.01, sample=1e-4, test_size=10_000)
+    expected = 10 * 12 * 0.01 + (5 * (2 + 4 + 3) * 100 + 100 + 10_000) * 1e-4
+    assert run_seconds(config, cal) == pytest.approx(expected)
+    dsgd = RunConfig(steps=20, log_every=5, eval_samples=100, algorithm="dsgd")  # every step is local
+    assert run_seconds(dsgd, cal) == pytest.approx(expected + 10 * 8 * 0.01)
+
+
+def _check(id: str, planned: list[RunConfig] | None = None) -> Check:
+    def run(ctx: CheckContext, statement: object) -> Outcome:
+        return Outcome("holds", "")
+
+    return Check(
+        id, "ref", "claim", "method", run, statement=1, planned=None if planned is None else lambda c: planned
+    )
+
+
+def test_estimate_counts_planned_runs_timed_and_untimed_checks(tiny, tmp_path, monkeypatch) -> None:
+    import paper_checks.estimate as est
+
+    cal = Calibration(node_step=0.02, sample=1e-5, test_size=60)
+    monkeypatch.setattr(est, "calibrate", lambda config: cal)
+    ctx = CheckContext(quick=True, runs=tmp_path / "runs")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    runs = [RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=12, seed=s) for s in (0, 1)]
+    timed, cached, fresh = _check("timed"), _check("cached"), _check("fresh")
+    (cache / "timed-quick.json").write_text(json.dumps({"seconds": 42.0, "fingerprint": "old"}))
+    (cache / "cached-quick.json").write_text(
+        json.dumps({"seconds": 9.0, "fingerprint": cached.fingerprint(ctx)})
+    )
+    sims = _check("sims", runs)
+    got = estimate([sims, timed, cached, fresh, _check("nothing-left", [])], ctx, cache)
+    assert got.per_check == {"sims": pytest.approx(sum(run_seconds(c, cal) for c in runs)), "timed": 42.0,
+                             "cached": 0.0, "fresh": None, "nothing-left": 0.0}  # fmt: skip
+    assert got.runs == 2 and got.untimed == ["fresh"]
+    assert got.seconds == pytest.approx(got.per_check["sims"] + 42.0)
+    line = got.line()
+    assert (
+        "2 simulations" in line
+        and "never timed here (fresh)" in line
+        and "20.0 ms per local node-step" in line
+    )
+
+
+def test_a_check_that_cannot_be_estimated_is_untimed(tmp_path) -> None:
+    """A run on a device this machine lacks: no estimate (the check itself will say why)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    ctx = CheckContext(quick=True, runs=tmp_path / "runs")
+    got = estimate([_check("gpu", [RunConfig(device="cuda", steps=4)])], ctx, tmp_path)
+    assert got.per_check == {"gpu": None}
+
+
+def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -> None:
+    assert main(["--quick", "--estimate", "--only", "fig7-tau1", "zeta-values", "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("dfl-check: 2 checks, estimated about ")
+    assert "8 simulations" in err and "never timed here (zeta-values)" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "report.md").exists()
