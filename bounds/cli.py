@@ -11,6 +11,8 @@ Sub-commands::
     dfl-bounds optimize --L --sigma2 --nodes --gap (--zeta Z | --topology NAME) --t-comp
                    (--t-comm S | --latency S --bandwidth B --dim D) [--budget-seconds S]
                    [--max-local-steps N] [--max-gossip-steps N] [--max-tau1 --max-tau2] [--json]
+    dfl-bounds pep --L --nodes --topology NAME --tau1 --tau2 --rounds --eta --gap [--heterogeneity V]
+                   [--metric local|all] [--initial lower|last] [--json]   (needs the "pep" extras)
     dfl-bounds expr NAME [--latex]
     dfl-bounds bench [--quick] [--json]
 
@@ -239,6 +241,34 @@ def _cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
     return {**out, "zeta": zeta, "rows": rows}
 
 
+def _cmd_pep(args: argparse.Namespace) -> dict[str, Any]:
+    from bounds.pep import dfl_worst_case  # needs the optional group "pep"
+
+    C = topology_matrix(args.topology, args.nodes, args.weights, args.seed)
+    C = C.toarray() if hasattr(C, "toarray") else C
+    if C.shape[0] != args.nodes:
+        raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {C.shape[0]} nodes")
+    schedule = {"tau1": args.tau1, "tau2": args.tau2, "eta": args.eta, "L": args.L, "gap": args.gap}
+    result = dfl_worst_case(C, rounds=args.rounds, heterogeneity=args.heterogeneity, metric=args.metric,
+                            initial=args.initial, solver=args.solver, **schedule)  # fmt: skip
+    z = zeta(C)
+    T = args.rounds * (args.tau1 + args.tau2)
+    bound = dfl_bound(L=args.L, sigma2=0.0, N=args.nodes, eta=args.eta, tau1=args.tau1, tau2=args.tau2,
+                      zeta=z, T=T, gap=args.gap, heterogeneity=args.heterogeneity)  # fmt: skip
+    repaired = bound.bound_non_iid if args.heterogeneity > 0 else bound.bound_repaired
+    out = {"worst_case": result.worst_case, "solver_status": result.solver_status, "seconds": result.seconds,
+           "metric": result.metric, "initial": result.initial, "zeta": z, "T": T,
+           "bound_repaired": repaired, "bound_paper": bound.bound,
+           "ratio_repaired": repaired / result.worst_case if result.worst_case > 0 else float("inf"),
+           "ratio_paper": bound.bound / result.worst_case if result.worst_case > 0 else float("inf"),
+           "eta_condition_ok": bool(bound.non_iid_condition_ok if args.heterogeneity > 0
+                                    else bound.eta_condition_ok),
+           "gram_size": result.gram_size, "success": result.success, "message": result.message}  # fmt: skip
+    if not result.success:
+        raise InputError(f"pep: {result.message}")
+    return out
+
+
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     from bounds.bench import run_benchmarks
 
@@ -386,6 +416,27 @@ def _build_parser() -> OneLineParser:
         "1 as stated, refuted; alias proposition1), corrected (refuted too), or cdfl (Lemma 13, over "
         "compressors too)",
     )
+
+    pep = _command(
+        sub,
+        "pep",
+        "exact worst case of deterministic DFL by performance estimation (needs the 'pep' extras)",
+        _cmd_pep,
+        ("--L", "--nodes", "--tau1", "--tau2", "--eta", "--gap"),
+    )
+    pep.add_argument("--topology", required=True, help="topology name, edges:PATH or matrix:PATH")
+    _add_graph(pep, with_choice=False)
+    pep.add_argument("--rounds", type=int, required=True, help="number of rounds K")
+    pep.add_argument("--heterogeneity", type=float, default=0.0, metavar="V",
+                     help="varsigma^2: (1/N) sum_i ||grad f_i - grad F||^2 <= V at the local steps' "
+                     "average models (default 0)")  # fmt: skip
+    pep.add_argument("--metric", choices=("local", "all"), default="local",
+                     help="local (default): average of ||grad F(u_t)||^2 over the local steps (the repaired "
+                     "bound's left side); all: over all T steps (the paper's)")  # fmt: skip
+    pep.add_argument("--initial", choices=("lower", "last"), default="lower",
+                     help="lower (default): F(u_1) - F(x_*) <= gap with F(x_*) below F at every evaluated "
+                     "average model; last: F(u_1) - F(u_end) <= gap (PEPit's convention)")  # fmt: skip
+    pep.add_argument("--solver", help="cvxpy solver (default CLARABEL)")
 
     bench = _command(sub, "bench", "time zeta on large graphs, bound grids and the optimiser", _cmd_bench)
     bench.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")

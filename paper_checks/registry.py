@@ -122,6 +122,7 @@ CHECK_MODULES = (
     "paper_checks.heterogeneity",
     "paper_checks.heterogeneity_cnn",
     "paper_checks.planner",
+    "paper_checks.tightness",
 )
 
 

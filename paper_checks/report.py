@@ -113,6 +113,10 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
         stated, corrected, ylabel = DRIFT_FIGURES[result["id"]]
         figure = drift_vs_bound(evidence["table"], stated, corrected, ylabel)
         made.append(save(figure, folder / f"{result['id']}-vs-bound")[0])
+    if result["id"] == "tightness" and evidence.get("table"):
+        from plots.figures import tightness_figure
+
+        made.append(save(tightness_figure(evidence["table"]), folder / "tightness")[0])
     if result["id"] == "drift-non-iid-cnn" and evidence.get("table"):
         made += _non_iid_figures(evidence["table"], folder)
     curves = evidence.get("curves")

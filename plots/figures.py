@@ -293,3 +293,27 @@ def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
     ax2.grid(alpha=0.3)
     fig2.tight_layout()
     return {"plan-predicted-vs-measured": fig, "plan-loss-vs-gossip": fig2}
+
+
+def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
+    """The ``tightness`` check: against tau2, the PEP worst case of each left side and the bounds, for the
+    largest tau1 and varsigma^2 of the table, one panel per topology (log scale)."""
+    frame = pd.DataFrame(rows)
+    frame = frame[(frame["tau1"] == frame["tau1"].max()) & (frame["varsigma2"] == frame["varsigma2"].max())]
+    topologies = list(dict.fromkeys(frame["topology"]))
+    fig, axes = plt.subplots(1, len(topologies), figsize=(4.2 * len(topologies), 3.8), squeeze=False)
+    for ax, top in zip(axes[0], topologies, strict=True):
+        part = frame[frame["topology"] == top].sort_values("tau2")
+        ax.plot(part["tau2"], part["worst_case"], "o-", label="worst case, local steps (PEP)")
+        ax.plot(part["tau2"], part["bound"], "s--", label="our non-i.i.d. repair")
+        ax.plot(part["tau2"], part["worst_case_all_steps"], "o-", label="worst case, all steps (PEP)")
+        ax.plot(part["tau2"], part["bound_paper"], "^:", label="Proposition 1")
+        ax.set_title(f"{top}, tau1 = {part['tau1'].iloc[0]}, varsigma^2 = {part['varsigma2'].iloc[0]:g}")
+        ax.set_xlabel("tau2")
+        ax.set_xticks(list(part["tau2"]))
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(r"average $\|\nabla F(u_t)\|^2$ (gap = L = 1)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

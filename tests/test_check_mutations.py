@@ -21,6 +21,7 @@ import paper_checks.heterogeneity_cnn as heterogeneity_cnn
 import paper_checks.planner as planner
 import paper_checks.real_problems as real_problems
 import paper_checks.repair as repair
+import paper_checks.tightness as tightness
 from bounds.dfl import formulas as f
 from bounds.dfl import proof_sums as ps
 from paper_checks.context import CheckContext
@@ -118,6 +119,7 @@ PAIRS: dict[str, tuple[Any, Any]] = {
     "planner-validation": (CHECKS["planner-validation"].statement, lambda bound: -bound),  # worst first
     # with eta fixed the bound's order is backwards on this problem (README Finding 10): reversed holds
     "planner-fixed-eta": (lambda bound: -bound, CHECKS["planner-fixed-eta"].statement),
+    "tightness": (NON_IID_REPAIR, scaled(NON_IID_REPAIR, 0.3)),
 }
 
 
@@ -175,6 +177,9 @@ def cheap(monkeypatch, tmp_path):
     monkeypatch.setattr(heterogeneity_cnn, "_cnn_grid", lambda quick: cnn)
     fast_plan = planner._planner_grid(True) | {"budget_seconds": 80, "eval_samples": 300}
     monkeypatch.setattr(planner, "_planner_grid", lambda quick: fast_plan)
+    pep = {"N": [2], "topologies": ["complete", "path"], "tau1": [1, 2], "tau2": [1], "K": [1],
+           "varsigma2": [0.0, 0.5], "L": 1.0, "gap": 1.0}  # fmt: skip
+    monkeypatch.setattr(tightness, "_grid", lambda quick: pep)
     return context
 
 

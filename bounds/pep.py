@@ -1,0 +1,283 @@
+"""Exact worst cases of deterministic DFL by performance estimation (PEP), with PEPit.
+
+Needs the optional dependency group ``pep`` (``pip install -e ".[pep]"``: PEPit and cvxpy with the
+Clarabel / SCS solvers); nothing else in the toolkit imports this module.
+
+The problem (Algorithm 1 with sigma^2 = 0, rows of X are nodes as in :mod:`sim`): N agents with their own
+L-smooth (possibly non-convex) f_i, F = (1/N) sum_i f_i, a fixed mixing matrix C, every node starting
+at the same x_1 = u_1. K rounds, each of tau1 local steps x_i <- x_i - eta grad f_i(x_i) and tau2 gossip
+steps x_i <- sum_j C_ij x_j. Performance estimation (Drori and Teboulle 2014; Taylor, Hendrickx and
+Glineur 2017; for agents and a fixed mixing matrix, Colla and Hendrickx 2022-2023) writes "the worst
+functions f_1..f_N for this algorithm" as a semidefinite program over the Gram matrix of the iterates
+and gradients, with the smooth interpolation conditions of each f_i at the points where it is
+evaluated. :func:`dfl_worst_case` computes
+
+    sup (1/(K tau1)) sum_{local steps s} ||grad F(u_s)||^2        (``metric="local"``, what the
+                                                                    repaired Proposition 1 bounds)
+    sup (1/T) sum_{t=1..T} ||grad F(u_t)||^2, T = K (tau1 + tau2)  (``metric="all"``, what the
+                                                                    paper's Proposition 1 bounds)
+
+over all L-smooth f_i (any dimension) subject to
+
+* the gap: F(u_1) - F_inf <= Delta. PEP only sees the evaluated points, so F_inf is a scalar F_* (the
+  value of F at an extra point x_*) with F_* <= F(u) - ||grad F(u)||^2 / (2L) at every evaluated average
+  model u (true of inf F for every L-smooth F: a step 1/L from u descends that much) and
+  F(u_1) - F_* <= Delta (``initial="lower"``, the default). Every real instance satisfies these, so the
+  SDP value is an upper bound of the true worst case (the exact worst case of this relaxation; whether
+  the relaxation is exact is not known in general: :func:`quadratic_lower_bound` gives true instances
+  from below);
+  ``initial="last"``: F(u_1) - F(u_end) <= Delta, PEPit's own convention for non-convex methods;
+* the heterogeneity (non-i.i.d. data): (1/N) sum_i ||grad f_i(u_s) - grad F(u_s)||^2 <= varsigma^2 at
+  the average model of every local step, the assumption of the non-i.i.d. repair
+  (:func:`bounds.dfl.formulas.heterogeneity_term`).
+
+The witness (the worst functions' values and gradients at the iterates, from the solver's Gram
+matrix) comes back with the value: its left side, recomputed step by step, equals the SDP value.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bounds._checks import InputError
+from bounds.result import Result
+
+__all__ = ["METRICS", "PEPResult", "dfl_worst_case", "gradient_descent_worst_case", "quadratic_lower_bound"]
+
+METRICS = ("local", "all")
+INITIAL_CONDITIONS = ("lower", "last")
+
+
+@dataclass(frozen=True)
+class PEPResult(Result):
+    """The worst case, the solver's status and time, and the witness (values at the iterates)."""
+
+    worst_case: float
+    solver_status: str
+    seconds: float
+    metric: str
+    initial: str
+    gram_size: int
+    witness: dict[str, Any] = field(repr=False)
+    success: bool = True
+    message: str = ""
+
+
+def _require_pepit() -> Any:
+    try:
+        import PEPit
+    except ImportError:
+        raise InputError(
+            'the PEP computations need PEPit and cvxpy (expected: pip install -e ".[pep]")'
+        ) from None
+    return PEPit
+
+
+def _check_inputs(C: np.ndarray, tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float,
+                  heterogeneity: float, metric: str, initial: str) -> None:  # fmt: skip
+    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] < 1:
+        raise InputError(f"mixing matrix of shape {C.shape} (expected a square N x N matrix)")
+    if not np.allclose(C.sum(1), 1.0) or not np.allclose(C.sum(0), 1.0):
+        raise InputError("mixing matrix is not doubly stochastic (expected rows and columns summing to 1)")
+    for name, value, low in (("tau1", tau1, 1), ("tau2", tau2, 0), ("rounds", rounds, 1)):
+        if not isinstance(value, int | np.integer) or value < low:
+            raise InputError(f"{name} = {value!r} is out of range (expected an integer >= {low})")
+    for name, value in (("eta", eta), ("L", L), ("gap", gap)):
+        if not value > 0:
+            raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+    if not heterogeneity >= 0:
+        raise InputError(f"heterogeneity = {heterogeneity!r} is out of range (expected varsigma^2 >= 0)")
+    if metric not in METRICS:
+        raise InputError(f"metric = {metric!r} is unknown (expected one of {', '.join(METRICS)})")
+    if initial not in INITIAL_CONDITIONS:
+        raise InputError(
+            f"initial = {initial!r} is unknown (expected one of {', '.join(INITIAL_CONDITIONS)})"
+        )
+
+
+def dfl_worst_case(
+    C: Any,
+    *,
+    tau1: int,
+    tau2: int,
+    rounds: int,
+    eta: float,
+    L: float,
+    gap: float,
+    heterogeneity: float = 0.0,
+    metric: str = "local",
+    initial: str = "lower",
+    solver: str | None = None,
+) -> PEPResult:
+    """The exact worst case of deterministic DFL (see the module docstring) for a numeric C (N x N).
+
+    ``solver``: a cvxpy solver name (default: Clarabel if installed, else cvxpy's choice). Returns
+    ``success=False`` with the solver's status in the message when the SDP is not solved to optimality.
+    """
+    PEPit = _require_pepit()
+    from PEPit.functions import SmoothFunction
+
+    C = np.asarray(C, dtype=float)
+    _check_inputs(C, tau1, tau2, rounds, eta, L, gap, heterogeneity, metric, initial)
+    n = C.shape[0]
+    start = time.perf_counter()
+    problem = PEPit.PEP()
+    fs = [problem.declare_function(SmoothFunction, L=L) for _ in range(n)]
+    x1 = problem.set_initial_point()
+    X = [x1] * n
+
+    def average_model(points: list[Any]) -> Any:
+        return points[0] if all(p is points[0] for p in points) else sum(points[1:], points[0]) / n
+
+    def at_average(u: Any) -> tuple[Any, Any, list[Any]]:
+        """grad F(u), F(u) and the N gradients grad f_i(u)."""
+        oracles = [f.oracle(u) for f in fs]
+        grads = [g for g, _ in oracles]
+        return sum(grads[1:], grads[0]) / n, sum((v for _, v in oracles[1:]), oracles[0][1]) / n, grads
+
+    local_terms, round_end_terms, values, squares = [], [], [], []  # squares: ||grad F(u)||^2 beside F(u)
+    for _ in range(rounds):
+        for _ in range(tau1):
+            u = average_model(X)
+            gF, Fu, grads = at_average(u)
+            local_terms.append(gF**2)
+            values.append(Fu)
+            squares.append(gF**2)
+            if n > 1:
+                spread = sum(((g - gF) ** 2 for g in grads[1:]), (grads[0] - gF) ** 2) / n
+                problem.add_constraint(spread <= heterogeneity)
+            X = [x - eta * f.gradient(x) for f, x in zip(fs, X, strict=True)]
+        for _ in range(tau2):
+            X = [sum((C[i, j] * X[j] for j in range(n) if C[i, j] != 0.0), 0 * x1) for i in range(n)]
+        gF_end, F_end, _ = at_average(average_model(X))
+        round_end_terms.append(gF_end**2)
+        values.append(F_end)
+        squares.append(gF_end**2)
+    if metric == "local":
+        objective = sum(local_terms[1:], local_terms[0]) / len(local_terms)
+    else:  # u stays the same during the tau2 gossip steps: each round's end counts tau2 times
+        total = rounds * (tau1 + tau2)
+        objective = (
+            sum(local_terms[1:], local_terms[0]) + tau2 * sum(round_end_terms[1:], round_end_terms[0])
+        ) / total
+    problem.set_performance_metric(objective)
+    if initial == "last":
+        problem.set_initial_condition(values[0] - values[-1] <= gap)
+    else:
+        x_star = PEPit.Point()
+        F_star = sum((f.value(x_star) for f in fs[1:]), fs[0].value(x_star)) / n
+        for value, square in zip(values, squares, strict=True):  # inf F <= F(u) - ||grad F(u)||^2 / (2L)
+            problem.add_constraint(F_star <= value - square / (2 * L))
+        problem.set_initial_condition(values[0] - F_star <= gap)
+    worst, status = _solve(problem, solver)
+    seconds = time.perf_counter() - start
+    ok = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
+    witness: dict[str, Any] = {}
+    if ok:
+        local = [float(t.eval()) for t in local_terms]
+        witness = {
+            "grad_norm2_local": local,
+            "grad_norm2_round_end": [float(t.eval()) for t in round_end_terms],
+            "F": [float(v.eval()) for v in values],
+            "lhs_recomputed": float(objective.eval()),
+        }
+    return PEPResult(
+        worst_case=float(worst) if worst is not None else float("nan"),
+        solver_status=status,
+        seconds=seconds,
+        metric=metric,
+        initial=initial,
+        gram_size=_gram_size(problem),
+        witness=witness,
+        success=bool(ok),
+        message="" if ok else f"the SDP solver stopped with status {status!r} (expected optimal)",
+    )
+
+
+def _solve(problem: Any, solver: str | None) -> tuple[float | None, str]:
+    """Solve with cvxpy (Clarabel by default); returns (value, status)."""
+    import cvxpy
+
+    if solver is None:
+        solver = "CLARABEL" if "CLARABEL" in cvxpy.installed_solvers() else None
+    try:
+        with warnings.catch_warnings():  # "Solution may be inaccurate": the status says so
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            value = problem.solve(wrapper="cvxpy", solver=solver, verbose=0)
+    except Exception as exc:  # a solver failure is a result, not a crash
+        return None, f"failed: {type(exc).__name__}: {exc}"
+    status = getattr(problem.wrapper, "prob", None)
+    status = getattr(status, "status", "optimal") if status is not None else "optimal"
+    return float(value), str(status)
+
+
+def _gram_size(problem: Any) -> int:
+    try:
+        return int(problem.G_value.shape[0])
+    except (AttributeError, TypeError):
+        return 0
+
+
+def gradient_descent_worst_case(
+    *, L: float, eta: float, steps: int, gap: float = 1.0, metric: str = "min", solver: str | None = None
+) -> float:
+    """PEPit's own construction for gradient descent on one L-smooth f with f(x_0) - f(x_n) <= gap (the
+    reference :func:`dfl_worst_case` must reproduce at N = 1): the worst ``min`` (PEPit's example) or
+    ``average`` of ||grad f(x_t)||^2 over t = 0..steps - 1 (``average``) / t = 0..steps (``min``)."""
+    PEPit = _require_pepit()
+    from PEPit.functions import SmoothFunction
+
+    problem = PEPit.PEP()
+    f = problem.declare_function(SmoothFunction, L=L)
+    x = problem.set_initial_point()
+    g, f0 = f.oracle(x)
+    terms = []
+    for _ in range(steps):
+        terms.append(g**2)
+        if metric == "min":
+            problem.set_performance_metric(g**2)
+        x = x - eta * g
+        g, fx = f.oracle(x)
+    if metric == "min":
+        problem.set_performance_metric(g**2)
+    else:
+        problem.set_performance_metric(sum(terms[1:], terms[0]) / steps)
+    problem.set_initial_condition(f0 - fx <= gap)
+    value, _ = _solve(problem, solver)
+    return float("nan") if value is None else value
+
+
+def quadratic_lower_bound(
+    *,
+    tau1: int,
+    tau2: int,
+    rounds: int,
+    eta: float,
+    L: float,
+    gap: float,
+    metric: str = "local",
+    grid: int = 400,
+) -> tuple[float, float]:
+    """A true instance from below: the best over a in (0, L] of F = f_i = (a / 2) ||x||^2 with
+    F(u_1) - inf F = gap, where DFL is gradient descent on F (u_{s+1} = (1 - eta a) u_s at a local step,
+    u unchanged by gossip): returns (value, a). Any instance's value is at most the true worst case, so
+    a bound below it is violated; every f_i is L-smooth and bounded below (a > 0)."""
+    best, best_a = 0.0, 0.0
+    total_local = rounds * tau1
+    for a in np.linspace(L / grid, L, grid):
+        r2 = (1 - eta * a) ** 2  # ||grad F||^2 shrinks by this factor per local step
+        g0 = 2 * a * gap  # ||grad F(u_1)||^2 = a^2 ||u_1||^2 with (a / 2) ||u_1||^2 = gap
+        local = g0 * sum(r2**s for s in range(total_local))
+        if metric == "local":
+            value = local / total_local
+        else:  # each round's end model stays tau2 gossip steps
+            ends = g0 * sum(r2 ** (tau1 * (k + 1)) for k in range(rounds))
+            value = (local + tau2 * ends) / (rounds * (tau1 + tau2))
+        if value > best:
+            best, best_a = float(value), float(a)
+    return best, best_a

@@ -1,0 +1,111 @@
+"""Performance estimation of DFL (bounds.pep): validated against PEPit's own gradient descent, closed forms,
+C = J (DFL is gradient descent on F), true quadratic instances from below, the witness."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bounds import InputError
+from bounds.cli import main
+from bounds.pep import dfl_worst_case, gradient_descent_worst_case, quadratic_lower_bound
+
+pytest.importorskip("PEPit", reason="the 'pep' extras (PEPit, cvxpy) are part of the test extras")
+ONE = np.eye(1)
+
+
+def test_pepits_gradient_descent_reproduces_its_closed_form() -> None:
+    """PEPit's example: min_t ||grad f(x_t)||^2 <= 4 L / (3 n) (f(x_0) - f(x_n)) at gamma = 1 / L."""
+    assert gradient_descent_worst_case(L=1.0, eta=1.0, steps=5) == pytest.approx(4 / 15, rel=1e-5)
+
+
+@pytest.mark.parametrize(("eta", "steps"), [(1.0, 5), (0.5, 3), (1.5, 2)])
+def test_one_node_equals_pepits_gradient_descent(eta: float, steps: int) -> None:
+    """N = 1, F(u_1) - F(u_end) <= gap (PEPit's convention): the same SDP value as PEPit's own
+    construction of gradient descent, and for eta <= 1/L the descent lemma's closed form
+    gap / (n eta (1 - eta L / 2)) (tight: a quadratic of curvature -L along the gradient)."""
+    ours = dfl_worst_case(ONE, tau1=steps, tau2=0, rounds=1, eta=eta, L=1.0, gap=1.0, initial="last")
+    assert ours.success
+    assert ours.worst_case == pytest.approx(
+        gradient_descent_worst_case(L=1.0, eta=eta, steps=steps, metric="average"), rel=1e-4
+    )
+    if eta <= 1.0:
+        assert ours.worst_case == pytest.approx(1 / (steps * eta * (1 - eta / 2)), rel=1e-4)
+
+
+@pytest.mark.parametrize("eta", [0.25, 0.5, 1.0])
+def test_one_step_by_hand(eta: float) -> None:
+    """One step: ||g||^2 with F(u_1) - inf F <= gap. Any L-smooth F bounded below has
+    inf F <= F(u) - ||grad F(u)||^2 / (2L), so ||g||^2 <= 2 L gap, reached by F = (L/2) x^2 with
+    F(u_1) = gap; with F(u_1) - F(u_2) <= gap instead the worst is gap / (eta (1 - eta L / 2))."""
+    lower = dfl_worst_case(ONE, tau1=1, tau2=0, rounds=1, eta=eta, L=1.0, gap=1.0)
+    last = dfl_worst_case(ONE, tau1=1, tau2=0, rounds=1, eta=eta, L=1.0, gap=1.0, initial="last")
+    assert lower.worst_case == pytest.approx(2.0, rel=1e-5)
+    assert last.worst_case == pytest.approx(1 / (eta * (1 - eta / 2)), rel=1e-5)
+    assert quadratic_lower_bound(tau1=1, tau2=0, rounds=1, eta=eta, L=1.0, gap=1.0) == (
+        pytest.approx(2.0),
+        1.0,
+    )
+
+
+def test_exact_averaging_is_gradient_descent_on_F() -> None:
+    """C = J, varsigma^2 = 0: the nodes never leave consensus, so DFL is gradient descent on F."""
+    J = np.full((3, 3), 1 / 3)
+    dfl = dfl_worst_case(J, tau1=2, tau2=1, rounds=2, eta=0.5, L=1.0, gap=1.0)
+    gd = dfl_worst_case(ONE, tau1=4, tau2=0, rounds=1, eta=0.5, L=1.0, gap=1.0)
+    assert dfl.worst_case == pytest.approx(gd.worst_case, rel=1e-4)
+
+
+def test_true_instances_lie_below_and_the_witness_recomputes_the_value() -> None:
+    C = np.array([[0.5, 0.5, 0.0], [0.5, 0.25, 0.25], [0.0, 0.25, 0.75]])
+    for metric in ("local", "all"):
+        r = dfl_worst_case(
+            C, tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, heterogeneity=0.5, metric=metric
+        )
+        lower, _ = quadratic_lower_bound(tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, metric=metric)
+        assert r.success and r.worst_case >= lower * (1 - 1e-4)
+        assert r.witness["lhs_recomputed"] == pytest.approx(r.worst_case, rel=1e-4)
+        assert len(r.witness["grad_norm2_local"]) == 4 and len(r.witness["F"]) == 6
+    more = dfl_worst_case(C, tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, heterogeneity=2.0)
+    less = dfl_worst_case(C, tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, heterogeneity=0.0)
+    assert more.worst_case > less.worst_case * (1 + 1e-3)  # heterogeneity makes it worse
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"C": np.array([[0.5, 0.4], [0.5, 0.6]])}, "not doubly stochastic"),
+        ({"tau1": 0}, "tau1 = 0"),
+        ({"eta": -1.0}, "eta = -1.0"),
+        ({"heterogeneity": -0.1}, "heterogeneity = -0.1"),
+        ({"metric": "max"}, "metric = 'max'"),
+        ({"initial": "first"}, "initial = 'first'"),
+    ],
+)
+def test_bad_input_names_the_value(kwargs: dict, fragment: str) -> None:
+    args = {"C": np.full((2, 2), 0.5), "tau1": 1, "tau2": 1, "rounds": 1, "eta": 0.5, "L": 1.0, "gap": 1.0}
+    args |= kwargs
+    with pytest.raises(InputError, match=fragment):
+        dfl_worst_case(args.pop("C"), **args)
+
+
+def test_cli_pep_json(capsys) -> None:
+    argv = ["pep", "--L", "1", "--nodes", "4", "--topology", "complete", "--tau1", "1", "--tau2", "1",
+            "--rounds", "2", "--eta", "1", "--gap", "1", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"worst_case", "solver_status", "seconds", "bound_repaired", "bound_paper"} <= out.keys()
+    assert out["worst_case"] == pytest.approx(1.0, rel=1e-4)  # gradient descent at eta = 1/L: tight
+    assert out["bound_repaired"] == pytest.approx(1.0) and out["ratio_repaired"] == pytest.approx(
+        1.0, rel=1e-4
+    )
+
+
+def test_cli_pep_bad_nodes_is_one_line(capsys) -> None:
+    argv = ["pep", "--L", "1", "--nodes", "3", "--topology", "complete", "--tau1", "0", "--tau2", "1",
+            "--rounds", "1", "--eta", "1", "--gap", "1"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "tau1 = 0" in err and "\n" not in err
