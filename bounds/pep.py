@@ -141,6 +141,9 @@ def dfl_worst_case(
         return sum(grads[1:], grads[0]) / n, sum((v for _, v in oracles[1:]), oracles[0][1]) / n, grads
 
     local_terms, round_end_terms, values, squares = [], [], [], []  # squares: ||grad F(u)||^2 beside F(u)
+    trace: list[
+        tuple[list[Any], list[Any], list[Any]]
+    ] = []  # per local step: node points, node grads, grads at u
     for _ in range(rounds):
         for _ in range(tau1):
             u = average_model(X)
@@ -151,7 +154,9 @@ def dfl_worst_case(
             if n > 1:
                 spread = sum(((g - gF) ** 2 for g in grads[1:]), (grads[0] - gF) ** 2) / n
                 problem.add_constraint(spread <= heterogeneity)
-            X = [x - eta * f.gradient(x) for f, x in zip(fs, X, strict=True)]
+            node_grads = [f.gradient(x) for f, x in zip(fs, X, strict=True)]
+            trace.append((X, node_grads, grads))
+            X = [x - eta * g for g, x in zip(node_grads, X, strict=True)]
         for _ in range(tau2):
             X = [sum((C[i, j] * X[j] for j in range(n) if C[i, j] != 0.0), 0 * x1) for i in range(n)]
         gF_end, F_end, _ = at_average(average_model(X))
@@ -185,6 +190,7 @@ def dfl_worst_case(
             "grad_norm2_round_end": [float(t.eval()) for t in round_end_terms],
             "F": [float(v.eval()) for v in values],
             "lhs_recomputed": float(objective.eval()),
+            **_replay(fs, x1, trace, C, eta, tau1, tau2, L),
         }
     return PEPResult(
         worst_case=float(worst) if worst is not None else float("nan"),
@@ -197,6 +203,61 @@ def dfl_worst_case(
         success=bool(ok),
         message="" if ok else f"the SDP solver stopped with status {status!r} (expected optimal)",
     )
+
+
+def _replay(fs: list[Any], x1: Any, trace: list[Any], C: np.ndarray, eta: float, tau1: int, tau2: int,
+            L: float) -> dict[str, float]:  # fmt: skip
+    """The witness as an instance, checked independently of PEPit's constraints:
+
+    * replay: Algorithm 1 run in numpy from the witness's x_1 with the witness's gradients at the
+      replayed points (``replay_max_deviation``: the largest distance from a replayed node model to the
+      witness's, relative to the largest model norm) and its left side from the witness's gradients at
+      the replayed average models (``lhs_replayed``);
+    * existence of the f_i: the interpolation conditions of L-smooth functions at every point where
+      f_i was evaluated, written in the convex form (f + (L/2)||x||^2 is convex and 2L-smooth, so
+      h_a >= h_b + <s_b, x_a - x_b> + ||s_a - s_b||^2 / (4L) with h = f + (L/2)||x||^2, s = g + L x);
+      ``interpolation_min_slack`` is the smallest slack over all pairs, relative to the largest |h|
+      (>= 0 up to the solver's accuracy: then such f_i exist, by Taylor, Hendrickx and Glineur 2017).
+    """
+    n = C.shape[0]
+    x = [_vector(x1)] * n
+    deviation, scale, lhs, steps = 0.0, 1e-300, 0.0, 0
+    for s, (points, node_grads, grads_u) in enumerate(trace):
+        witness = [_vector(p) for p in points]
+        deviation = max(deviation, max(float(np.linalg.norm(a - b)) for a, b in zip(x, witness, strict=True)))
+        scale = max(scale, max(float(np.linalg.norm(w)) for w in witness))
+        gF = np.mean([_vector(g) for g in grads_u], axis=0)
+        lhs += float(gF @ gF)
+        steps += 1
+        x = [xi - eta * _vector(g) for xi, g in zip(x, node_grads, strict=True)]
+        if (s + 1) % tau1 == 0:
+            for _ in range(tau2):
+                x = [sum(C[i, j] * x[j] for j in range(n)) for i in range(n)]
+    slack = min(
+        interpolation_slack([(_vector(pt), _vector(g), float(v.eval())) for pt, g, v in f.list_of_points], L)
+        for f in fs
+    )
+    return {"replay_max_deviation": deviation / scale, "lhs_replayed": lhs / max(steps, 1),
+            "interpolation_min_slack": float(slack)}  # fmt: skip
+
+
+def _vector(expression: Any) -> np.ndarray:
+    return np.atleast_1d(np.asarray(expression.eval(), dtype=float))
+
+
+def interpolation_slack(triples: list[tuple[np.ndarray, np.ndarray, float]], L: float) -> float:
+    """The smallest slack of the L-smooth interpolation conditions over the pairs of (x, g, f) triples,
+    relative to the largest |h|: >= 0 iff an L-smooth f with f(x) = f and grad f(x) = g at every triple
+    exists (Taylor, Hendrickx and Glineur 2017: f + (L/2)||x||^2 is convex and 2L-smooth, so with
+    h = f + (L/2)||x||^2 and s = g + L x, h_a >= h_b + <s_b, x_a - x_b> + ||s_a - s_b||^2 / (4L))."""
+    h = [(x, g + L * x, f + L / 2 * float(x @ x)) for x, g, f in triples]
+    size = max(1.0, max(abs(hb) for _, _, hb in h))
+    slack = np.inf
+    for xa, sa, ha in h:
+        for xb, sb, hb in h:
+            gap = ha - hb - float(sb @ (xa - xb)) - float((sa - sb) @ (sa - sb)) / (4 * L)
+            slack = min(slack, gap / size)
+    return float(slack)
 
 
 def _solve(problem: Any, solver: str | None) -> tuple[float | None, str]:

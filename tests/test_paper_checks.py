@@ -14,7 +14,7 @@ from paper_checks.registry import STATUSES, load_checks
 
 CHECKS = load_checks()
 SIMULATING = {"drift-103-cnn", "drift-non-iid-cnn"}  # train the CNN: tested on tiny settings below
-SLOW = {"repair-nonquadratic"}  # ~30 s of Monte Carlo: run on a shrunken grid in test_check_mutations
+SLOW = {"repair-nonquadratic", "tightness"}  # Monte Carlo, SDPs: shrunken grids in test_check_mutations
 THEORY = [
     i for i in CHECKS if (not i.startswith("fig") or i == "fig3-variance") and i not in SIMULATING | SLOW
 ]

@@ -67,6 +67,10 @@ def test_true_instances_lie_below_and_the_witness_recomputes_the_value() -> None
         lower, _ = quadratic_lower_bound(tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, metric=metric)
         assert r.success and r.worst_case >= lower * (1 - 1e-4)
         assert r.witness["lhs_recomputed"] == pytest.approx(r.worst_case, rel=1e-4)
+        if metric == "local":  # the witness replayed in numpy: the same trajectory and left side
+            assert r.witness["replay_max_deviation"] < 1e-4
+            assert r.witness["lhs_replayed"] == pytest.approx(r.worst_case, rel=1e-4)
+        assert r.witness["interpolation_min_slack"] > -1e-5  # L-smooth f_i through the witness exist
         assert len(r.witness["grad_norm2_local"]) == 4 and len(r.witness["F"]) == 6
     more = dfl_worst_case(C, tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, heterogeneity=2.0)
     less = dfl_worst_case(C, tau1=2, tau2=1, rounds=2, eta=0.3, L=1.0, gap=1.0, heterogeneity=0.0)
@@ -109,3 +113,16 @@ def test_cli_pep_bad_nodes_is_one_line(capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "tau1 = 0" in err and "\n" not in err
+
+
+def test_the_interpolation_certificate_can_fail() -> None:
+    """Points of f(x) = x^2 / 2 + sin(x) (L = 2 exactly covers |f''| = |1 - sin x| <= 2): the conditions hold
+    with L = 2 and fail with L = 0.5; a gradient that contradicts the values fails too."""
+    from bounds.pep import interpolation_slack
+
+    xs = np.linspace(-3, 3, 9)
+    triples = [(np.array([x]), np.array([x + np.cos(x)]), x**2 / 2 + np.sin(x)) for x in xs]
+    assert interpolation_slack(triples, 2.0) >= -1e-12
+    assert interpolation_slack(triples, 0.5) < -1e-3
+    triples[4] = (triples[4][0], triples[4][1] + 5.0, triples[4][2])
+    assert interpolation_slack(triples, 2.0) < -1e-3
