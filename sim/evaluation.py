@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.func import functional_call
 
 from sim.data import Dataset
 from sim.engine import Stack
@@ -72,8 +73,11 @@ def evaluate_runs(
         nodes = node_sample(X.shape[0])
         models += [u, u, *(X[i] for i in nodes)]
         inputs += [(ev.x_tr, ev.y_tr), (ev.x_te, ev.y_te), *((ev.x_tr, ev.y_tr) for _ in nodes)]
-    losses, accuracies = _losses_and_accuracies(stack, models, inputs, batched)
-    grads = _gradient_norms2(stack, models, inputs, firsts, batched)
+    if batched and getattr(stack.module, "forward_stacked", None) is not None:
+        losses, accuracies = _losses_and_accuracies(stack, models, inputs)
+        grads = _gradient_norms2(stack, models, inputs, firsts)
+    else:
+        losses, accuracies, grads = _model_by_model(stack, models, inputs, firsts)
     out, k = [], 0
     for _, X in runs:
         n_nodes = len(node_sample(X.shape[0]))
@@ -102,19 +106,44 @@ def _groups(inputs: list[tuple[torch.Tensor, torch.Tensor]], chosen: list[int]) 
 
 
 @torch.no_grad()
-def _losses_and_accuracies(
+def _model_by_model(
     stack: Stack,
     models: list[torch.Tensor],
     inputs: list[tuple[torch.Tensor, torch.Tensor]],
-    batched: bool,
-) -> tuple[list[float], list[float]]:
-    """Mean loss and accuracy of each model (d,) on its own samples."""
-    losses, accuracies = [0.0] * len(models), [0.0] * len(models)
-    stacked = getattr(stack.module, "forward_stacked", None)
-    if stacked is None or not batched:
-        for i, (w, (x, y)) in enumerate(zip(models, inputs, strict=True)):
+    with_gradient: list[int],
+) -> tuple[list[float], list[float], dict[int, float]]:
+    """Loss and accuracy of each model on its own samples with the plain module, one model at a time;
+    for the models in ``with_gradient`` also ||grad||^2, from the same forward pass."""
+    losses, accuracies, norms = [0.0] * len(models), [0.0] * len(models), {}
+    for i, (w, (x, y)) in enumerate(zip(models, inputs, strict=True)):
+        if i in with_gradient:
+            losses[i], accuracies[i], norms[i] = _loss_accuracy_gradient(stack, w, x, y)
+        else:
             losses[i], accuracies[i] = stack.evaluate(w, x, y)
-        return losses, accuracies
+    return losses, accuracies, norms
+
+
+def _loss_accuracy_gradient(
+    stack: Stack, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor
+) -> tuple[float, float, float]:
+    """Mean loss, accuracy and ||grad of the mean loss||^2 of the model w (d,) on (x, y): one forward pass
+    (the metrics of u on the training sample need all three)."""
+    params = {k: v.detach().requires_grad_(True) for k, v in stack.unflatten(w).items()}
+    with torch.enable_grad():
+        logits = functional_call(stack.module, params, (x,))
+        loss = loss_fn(stack.module, logits, y)
+        grads = torch.autograd.grad(loss, list(params.values()))
+    correct = int((logits.detach().argmax(-1) == y).sum())
+    return float(loss), correct / len(y), float(sum(float((g.double() ** 2).sum()) for g in grads))
+
+
+@torch.no_grad()
+def _losses_and_accuracies(
+    stack: Stack, models: list[torch.Tensor], inputs: list[tuple[torch.Tensor, torch.Tensor]]
+) -> tuple[list[float], list[float]]:
+    """Mean loss and accuracy of each model (d,) on its own samples, stacked passes."""
+    losses, accuracies = [0.0] * len(models), [0.0] * len(models)
+    stacked = stack.module.forward_stacked
     for size, members in _groups(inputs, list(range(len(models)))).items():
         W = torch.stack([models[i] for i in members])
         params = stack.unflatten(W)
@@ -140,15 +169,10 @@ def _gradient_norms2(
     models: list[torch.Tensor],
     inputs: list[tuple[torch.Tensor, torch.Tensor]],
     chosen: list[int],
-    batched: bool,
 ) -> dict[int, float]:
     """||grad of the mean loss||^2 of each chosen model on its own samples (one stacked gradient per
     chunk of samples; chunk means weighted by their sizes)."""
     norms: dict[int, float] = {}
-    if not batched:
-        for i in chosen:
-            norms[i] = stack.full_gradient_norm2(models[i], *inputs[i])
-        return norms
     for size, members in _groups(inputs, chosen).items():
         W = torch.stack([models[i] for i in members])
         m = len(members)
