@@ -68,6 +68,11 @@ class PEPResult(Result):
     message: str = ""
 
 
+def _total(terms: list[Any]) -> Any:
+    """The sum of PEPit points or expressions (``sum`` would start from the integer 0)."""
+    return sum(terms[1:], terms[0])
+
+
 def _require_pepit() -> Any:
     try:
         import PEPit
@@ -132,13 +137,13 @@ def dfl_worst_case(
     X = [x1] * n
 
     def average_model(points: list[Any]) -> Any:
-        return points[0] if all(p is points[0] for p in points) else sum(points[1:], points[0]) / n
+        return points[0] if all(p is points[0] for p in points) else _total(points) / n
 
     def at_average(u: Any) -> tuple[Any, Any, list[Any]]:
         """grad F(u), F(u) and the N gradients grad f_i(u)."""
         oracles = [f.oracle(u) for f in fs]
         grads = [g for g, _ in oracles]
-        return sum(grads[1:], grads[0]) / n, sum((v for _, v in oracles[1:]), oracles[0][1]) / n, grads
+        return _total(grads) / n, _total([v for _, v in oracles]) / n, grads
 
     local_terms, round_end_terms, values, squares = [], [], [], []  # squares: ||grad F(u)||^2 beside F(u)
     trace: list[
@@ -152,7 +157,7 @@ def dfl_worst_case(
             values.append(Fu)
             squares.append(gF**2)
             if n > 1:
-                spread = sum(((g - gF) ** 2 for g in grads[1:]), (grads[0] - gF) ** 2) / n
+                spread = _total([(g - gF) ** 2 for g in grads]) / n
                 problem.add_constraint(spread <= heterogeneity)
             node_grads = [f.gradient(x) for f, x in zip(fs, X, strict=True)]
             trace.append((X, node_grads, grads))
@@ -164,18 +169,16 @@ def dfl_worst_case(
         values.append(F_end)
         squares.append(gF_end**2)
     if metric == "local":
-        objective = sum(local_terms[1:], local_terms[0]) / len(local_terms)
+        objective = _total(local_terms) / len(local_terms)
     else:  # u stays the same during the tau2 gossip steps: each round's end counts tau2 times
         total = rounds * (tau1 + tau2)
-        objective = (
-            sum(local_terms[1:], local_terms[0]) + tau2 * sum(round_end_terms[1:], round_end_terms[0])
-        ) / total
+        objective = (_total(local_terms) + tau2 * _total(round_end_terms)) / total
     problem.set_performance_metric(objective)
     if initial == "last":
         problem.set_initial_condition(values[0] - values[-1] <= gap)
     else:
         x_star = PEPit.Point()
-        F_star = sum((f.value(x_star) for f in fs[1:]), fs[0].value(x_star)) / n
+        F_star = _total([f.value(x_star) for f in fs]) / n
         for value, square in zip(values, squares, strict=True):  # inf F <= F(u) - ||grad F(u)||^2 / (2L)
             problem.add_constraint(F_star <= value - square / (2 * L))
         problem.set_initial_condition(values[0] - F_star <= gap)
@@ -307,7 +310,7 @@ def gradient_descent_worst_case(
     if metric == "min":
         problem.set_performance_metric(g**2)
     else:
-        problem.set_performance_metric(sum(terms[1:], terms[0]) / steps)
+        problem.set_performance_metric(_total(terms) / steps)
     problem.set_initial_condition(f0 - fx <= gap)
     value, _ = _solve(problem, solver)
     return float("nan") if value is None else value

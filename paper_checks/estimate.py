@@ -25,7 +25,7 @@ import torch
 
 from paper_checks.context import CheckContext
 from paper_checks.registry import Check
-from sim.algorithms import GOSSIP, resolve_schedule, step_kinds
+from sim.algorithms import local_step_count
 from sim.config import RunConfig
 from sim.data import load_dataset
 from sim.engine import Stack
@@ -70,8 +70,7 @@ def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
 
 def run_seconds(config: RunConfig, cal: Calibration) -> float:
     """The modelled seconds of one run: local node-steps, logged rows, final evaluation."""
-    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
-    local = int((step_kinds(config.algorithm, tau1, tau2, config.steps) != GOSSIP).sum())
+    local = local_step_count(config.algorithm, config.tau1, config.tau2, config.steps)
     rows = config.steps // config.log_every + 1
     per_row = (2 + len(node_sample(config.nodes)) + 3) * config.eval_samples  # + a gradient ~ 3 passes
     final = config.eval_samples + cal.test_size

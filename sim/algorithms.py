@@ -33,6 +33,7 @@ __all__ = [
     "LOCAL",
     "Algorithm",
     "algorithm",
+    "local_step_count",
     "resolve_schedule",
     "sparse_mixing",
     "step_kinds",
@@ -131,3 +132,9 @@ def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:
     if algorithm(name).simultaneous:
         return np.full(T, BOTH, dtype=np.int8)
     return np.where(local_step_mask(tau1, tau2, T), LOCAL, GOSSIP).astype(np.int8)
+
+
+def local_step_count(name: str, tau1: int, tau2: int, T: int) -> int:
+    """How many of the steps t = 1..T compute gradients (LOCAL or BOTH), with the algorithm's schedule."""
+    tau1, tau2, _ = resolve_schedule(name, tau1, tau2)
+    return int((step_kinds(name, tau1, tau2, T) != GOSSIP).sum())

@@ -45,7 +45,7 @@ from torch.nn import functional as F
 
 from bounds import InputError, mixing_matrix
 from bounds.graph.topologies import ring
-from sim.algorithms import GOSSIP, resolve_schedule, sparse_mixing, step_kinds
+from sim.algorithms import local_step_count, sparse_mixing
 from sim.engine import Stack
 from sim.gossip import CirculantMixing
 from sim.models import MnistCNN
@@ -164,7 +164,9 @@ def sweep_benchmark(runs: int, steps: int, device: torch.device, out: str | Path
     start = time.perf_counter()
     run_sweep(configs("sweep"))
     stacked = time.perf_counter() - start
-    local = sum(config.nodes * _local_steps(config) for config in configs("sweep"))  # node-steps
+    local = sum(  # node-steps
+        c.nodes * local_step_count(c.algorithm, c.tau1, c.tau2, c.steps) for c in configs("sweep")
+    )
     return {
         "runs": runs,
         "steps_per_run": steps,
@@ -174,12 +176,6 @@ def sweep_benchmark(runs: int, steps: int, device: torch.device, out: str | Path
         "sweep_node_steps_per_s": round(local / stacked, 1),
         "sequential_node_steps_per_s": round(local / sequential, 1),
     }
-
-
-def _local_steps(config: Any) -> int:
-    """The local steps of a run's schedule."""
-    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
-    return int((step_kinds(config.algorithm, tau1, tau2, config.steps) != GOSSIP).sum())
 
 
 def distributed_benchmark(quick: bool, out: str) -> dict[str, Any]:

@@ -197,7 +197,7 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     points = grid_points(base, grid, args.out)
     done: dict[int, dict[str, Any]] = {}
     for i, point in enumerate(points):
-        point.config.validate()  # every point before anything runs
+        point.config.validate()  # every point before the progress bar opens: a bad one is one line
         if args.resume:
             summary = finished_summary(point.config)
             if summary is not None:

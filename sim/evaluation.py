@@ -3,9 +3,10 @@
 A run's :class:`Evaluator` draws its evaluation samples once (seeded by the run's seed) and reuses them
 at every logged step. :func:`evaluate_runs` computes the metrics of several runs at once (the runs of a
 sweep, or one run): the average model u of each run on its training and test samples, up to four of
-its nodes on the training sample, and ||grad F(u)||^2, as one stacked forward pass over all these models
-(the ``forward_stacked`` of the paper's models: grouped convolutions, batched matmuls) and one stacked
-gradient, in chunks that bound the memory. Models without ``forward_stacked`` are evaluated one by one.
+its nodes on the training sample, and ||grad F(u)||^2. On a GPU as one stacked forward pass over all
+these models (the ``forward_stacked`` of the paper's models: grouped convolutions, batched matmuls) and
+one stacked gradient, in chunks that bound the memory; on the CPU (and for models without
+``forward_stacked``) model by model, u's training metrics and gradient from one pass.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def evaluate_runs(
     models: list[torch.Tensor] = []
     inputs: list[tuple[torch.Tensor, torch.Tensor]] = []
     firsts: list[int] = []  # each run's u on its training sample
-    for ev, X in runs:
-        u = X.mean(0)
+    averages = [X.mean(0) for _, X in runs]
+    for (ev, X), u in zip(runs, averages, strict=True):
         firsts.append(len(models))
         nodes = node_sample(X.shape[0])
         models += [u, u, *(X[i] for i in nodes)]
@@ -78,10 +79,9 @@ def evaluate_runs(
         grads = _gradient_norms2(stack, models, inputs, firsts)
     else:
         losses, accuracies, grads = _model_by_model(stack, models, inputs, firsts)
-    out, k = [], 0
-    for _, X in runs:
+    out = []
+    for (_, X), u, k in zip(runs, averages, firsts, strict=True):
         n_nodes = len(node_sample(X.shape[0]))
-        u = X.mean(0)
         out.append(
             {
                 "train_loss": losses[k],
@@ -93,7 +93,6 @@ def evaluate_runs(
                 "grad_norm2": grads[k],
             }
         )
-        k += 2 + n_nodes
     return out
 
 

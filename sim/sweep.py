@@ -94,6 +94,11 @@ class Lane:
         return self.trainer.learning_rate()
 
     @property
+    def nodes(self) -> int:
+        """The run's number of nodes N_r (its rows of X)."""
+        return self.rows.stop - self.rows.start
+
+    @property
     def kind(self) -> int:
         """The kind (LOCAL, GOSSIP, BOTH) of the run's next step."""
         return int(self.trainer.kinds[self.trainer.t])
@@ -148,10 +153,9 @@ class SweepEngine:
             )
             start = 0
             for lane in group:
-                n = lane.rows.stop - lane.rows.start
-                updates.append((lane, G[start : start + n]))
-                losses[lane.index] = batch_losses[start : start + n]
-                start += n
+                updates.append((lane, G[start : start + lane.nodes]))
+                losses[lane.index] = batch_losses[start : start + lane.nodes]
+                start += lane.nodes
         gossiping = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (GOSSIP, BOTH)]
         exact = [lane for lane in gossiping if isinstance(lane.gossip, ExactGossip)]
         if exact:  # one block-diagonal product for every exact gossip step
@@ -202,8 +206,8 @@ def _by_batch_width(
     for lane in lanes:
         width = draws[lane.index][0].shape[1]
         chunks = groups.setdefault(width, [[]])
-        rows = sum(other.rows.stop - other.rows.start for other in chunks[-1])
-        if chunks[-1] and (rows + lane.rows.stop - lane.rows.start) * width > samples_per_call:
+        rows = sum(other.nodes for other in chunks[-1])
+        if chunks[-1] and (rows + lane.nodes) * width > samples_per_call:
             chunks.append([])
         chunks[-1].append(lane)
     return [chunk for chunks in groups.values() for chunk in chunks]
@@ -259,10 +263,10 @@ def run_sweep(
         active = [r for r in recorders if not r.finished]
         while active:
             results = engine.step([r.state for r in active])  # type: ignore[misc]
-            due = [r for r, (kind, losses) in zip(active, results, strict=True) if r.record(kind, losses)]
-            _log_due(due)
-            for r in active:
-                if r not in due:
+            due = [r.record(kind, losses) for r, (kind, losses) in zip(active, results, strict=True)]
+            _log_due([r for r, d in zip(active, due, strict=True) if d])
+            for r, d in zip(active, due, strict=True):
+                if not d:
                     r.finish_step(None)
             active = [r for r in active if not r.finished]
             if progress:
