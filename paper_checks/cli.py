@@ -1,5 +1,6 @@
 """``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]
-[--estimate]``.
+[--estimate]
+[--time-sweep [--sample-every K]]``.
 
 The paper's claims, checked. Before the checks start, one line on stderr estimates how long they will
 take (:mod:`paper_checks.estimate`); a progress bar follows them, weighted by that estimate.
@@ -19,6 +20,8 @@ from bounds import InputError
 from bounds.cli_tools import OneLineParser, writable_folder
 from paper_checks.estimate import estimate
 from paper_checks.report import run_checks, select, write_report
+from paper_checks.sweep_timing import time_sweep
+from sim.loop import atomic_write
 
 __all__ = ["main"]
 
@@ -41,6 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--estimate", action="store_true", help="print the time estimate and stop (nothing runs)"
     )
+    parser.add_argument(
+        "--time-sweep",
+        action="store_true",
+        help="time the checks' simulations as one sweep against a sample of them run alone, print JSON "
+        "and stop (the swept runs stay cached for the checks)",
+    )
+    parser.add_argument(
+        "--sample-every", type=int, default=6, metavar="K", help="--time-sweep: time every K-th run alone"
+    )
     args = parser.parse_args(argv)
     quick = not args.full
     try:
@@ -54,6 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2
+    if args.time_sweep:
+        try:
+            timing = time_sweep(
+                chosen, context, args.sample_every, lambda line: print(f"dfl-check: {line}", file=sys.stderr)
+            )
+        except InputError as exc:
+            print(f"dfl-check: error: {exc}", file=sys.stderr)
+            return 2
+        atomic_write(out / "sweep_timing.json", lambda tmp: tmp.write_text(json.dumps(timing, indent=1)))
+        print(json.dumps(timing))
+        return 0
     guess = estimate(chosen, context, out / "cache")
     print(f"dfl-check: {len(chosen)} checks, estimated {guess.line()}", file=sys.stderr, flush=True)
     if args.estimate:

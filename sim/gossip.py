@@ -16,6 +16,7 @@ same CHOCO-G code therefore runs in one process and across many.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -108,6 +109,18 @@ class CirculantMixing:
 
     def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return full, full[:0]
+
+    def fused(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``C @ X`` as one expression sum_k c_k roll(X, -k) compiled by ``torch.compile`` into one kernel
+        (Triton on a GPU): one read of X (the shifted rows come from the cache) and one write, where
+        :meth:`mix` makes a pass per diagonal. Compiled on its first call (seconds); raises what the
+        compiler raises where no back end is available."""
+        weights = tuple(self.weights.items())
+
+        def mix(X: torch.Tensor) -> torch.Tensor:
+            return sum((c * torch.roll(X, -k, dims=0) for k, c in weights), torch.zeros_like(X))
+
+        return torch.compile(mix, dynamic=False)
 
 
 def as_mixing(C: Mixing | torch.Tensor) -> Mixing:

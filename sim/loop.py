@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -36,8 +36,8 @@ from sim.setup import Setup
 from sim.trainer import Trainer
 
 __all__ = [
-    "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "RunRecorder", "RunState", "Single", "atomic_write",
-    "run_loop",
+    "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "Health", "RunRecorder", "RunState", "Single",
+    "atomic_write", "health", "health_tensors", "read_health", "run_loop",
 ]  # fmt: skip
 
 COLUMNS = (
@@ -190,17 +190,20 @@ class RunRecorder:
             self._pending = ("init", None)
         return self._pending is not None
 
-    def record(self, kind: int, losses: torch.Tensor | None) -> bool:
+    def record(self, kind: int, losses: torch.Tensor | None, probe: Health | None = None) -> bool:
         """Account for the step just taken; returns whether a metrics row is due (then pass its metrics
-        to :meth:`finish_step`; pass None otherwise)."""
+        to :meth:`finish_step`; pass None otherwise).
+
+        ``probe``: the step's :func:`health` when the caller computed it (a sweep reads every run's in
+        one device sync); computed here otherwise."""
         config, state = self.config, self.state
         counters = self.counters
         counters["model_time"] += self.s.cost.step_seconds(kind in (LOCAL, BOTH), kind in (GOSSIP, BOTH))
         counters["bits"] += self.s.bits_per_gossip if kind in (GOSSIP, BOTH) else 0.0
-        loss = float(losses.mean()) if losses is not None else None  # once per step: a device sync
+        loss, finite = probe if probe is not None else health(state.X, losses)
         if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
             counters["first_loss"] = loss
-        reason = _divergence(state.X, losses, loss, counters.get("first_loss"), state.t, config.eta)
+        reason = _divergence(finite, loss, counters.get("first_loss"), state.t, config.eta)
         due = time.perf_counter() - self._last_save >= config.checkpoint_seconds
         stop, self._due = self.comm.any(bool(reason), due)  # one collective a step: all act together
         if stop:
@@ -337,12 +340,38 @@ def _finish_with_metrics(recorder: RunRecorder) -> None:
 DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
 
 
-def _divergence(
-    X: torch.Tensor, losses: torch.Tensor | None, now: float | None, first: float | None, t: int, eta: float
-) -> str:
+class Health(NamedTuple):
+    """What the divergence check reads after a step: the mean mini-batch loss (None after a gossip-only
+    step) and whether the parameters and the losses are all finite."""
+
+    loss: float | None
+    finite: bool
+
+
+def health_tensors(finite_rows: torch.Tensor, losses: torch.Tensor | None) -> torch.Tensor:
+    """[mean loss (NaN when ``losses`` is None), 1.0 if the rows and the losses are all finite else 0.0] in
+    float64 (exact for a float32 mean), on the device, not read back: a sweep stacks every run's and
+    reads them with one sync. ``finite_rows``: ``torch.isfinite(X).all(dim=1)`` of the run's rows."""
+    finite = finite_rows.all()
+    if losses is None:
+        return torch.stack([torch.full_like(finite, float("nan"), dtype=torch.float64), finite.double()])
+    return torch.stack([losses.mean().double(), (finite & torch.isfinite(losses).all()).double()])
+
+
+def read_health(values: list[float], has_loss: bool) -> Health:
+    """:class:`Health` from the two numbers of :func:`health_tensors`."""
+    return Health(values[0] if has_loss else None, values[1] == 1.0)
+
+
+def health(X: torch.Tensor, losses: torch.Tensor | None) -> Health:
+    """The step's :class:`Health`, read back with one device sync."""
+    return read_health(health_tensors(torch.isfinite(X).all(dim=1), losses).tolist(), losses is not None)
+
+
+def _divergence(finite: bool, now: float | None, first: float | None, t: int, eta: float) -> str:
     """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a mean loss ``now`` grown
     1000-fold over the ``first``)."""
-    if not bool(torch.isfinite(X).all()) or (losses is not None and not bool(torch.isfinite(losses).all())):
+    if not finite:
         return (
             f"diverged at step {t}: the parameters or the loss became NaN or inf (expected a smaller eta "
             f"than {eta})"

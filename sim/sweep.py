@@ -38,7 +38,7 @@ from sim.data import load_dataset
 from sim.engine import Stack
 from sim.evaluation import evaluate_runs
 from sim.gossip import ExactGossip
-from sim.loop import RunRecorder, Single
+from sim.loop import Health, RunRecorder, Single, health_tensors, read_health
 from sim.setup import SPARSE_GOSSIP_FROM_NODES, build_trainer, prepare
 from sim.trainer import Trainer
 
@@ -142,7 +142,7 @@ class SweepEngine:
         X = self.X
         new = X.clone()
         losses: dict[int, torch.Tensor] = {}
-        updates: list[tuple[Lane, torch.Tensor]] = []
+        updates: list[tuple[list[Lane], torch.Tensor]] = []  # (a gradient call's lanes, their rows' G)
         local = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (LOCAL, BOTH)]
         draws = {lane.index: lane.sampler.next() for lane in local}  # each run's own stream
         for group in _by_batch_width(local, draws, self.samples_per_call):  # one stacked call per group
@@ -151,9 +151,9 @@ class SweepEngine:
             G, batch_losses = self.stack.gradients(
                 X[self._rows(group)], self.x_train[idx], self.y_train[idx], weight
             )
+            updates.append((group, G))
             start = 0
             for lane in group:
-                updates.append((lane, G[start : start + lane.nodes]))
                 losses[lane.index] = batch_losses[start : start + lane.nodes]
                 start += lane.nodes
         gossiping = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (GOSSIP, BOTH)]
@@ -164,12 +164,23 @@ class SweepEngine:
         for lane in gossiping:
             if lane not in exact:  # CHOCO-G: its own X_hat and compressor stream
                 new[lane.rows] = lane.gossip.step(X[lane.rows], lane.gen)
-        for lane, G in updates:
-            new[lane.rows] = new[lane.rows] - lane.learning_rate() * G
+        for group, G in updates:  # X <- X - eta_r G: one update per gradient call, eta_r repeated per row
+            rows = self._rows(group)
+            eta = [lane.learning_rate() for lane in group for _ in range(lane.nodes)]
+            new[rows] = new[rows] - torch.tensor(eta, dtype=G.dtype, device=G.device)[:, None] * G
         self.X = new
         for lane in lanes:
             lane.t += 1
         return [(k, losses.get(lane.index)) for lane, k in zip(lanes, kinds, strict=True)]
+
+    def health(self, lanes: Sequence[Lane], losses: Sequence[torch.Tensor | None]) -> list[Health]:
+        """Each lane's :class:`~sim.loop.Health` after its step, read back with one device sync (one pass
+        over X for the finite check, instead of a sync and a pass per run)."""
+        finite_rows = torch.isfinite(self.X).all(dim=1)
+        values = torch.stack(
+            [health_tensors(finite_rows[lane.rows], loss) for lane, loss in zip(lanes, losses, strict=True)]
+        ).tolist()
+        return [read_health(v, loss is not None) for v, loss in zip(values, losses, strict=True)]
 
     def _rows(self, lanes: Sequence[Lane]) -> slice | torch.Tensor:
         """The rows of ``lanes`` in X: a slice when they are contiguous, else an index tensor."""
@@ -262,8 +273,11 @@ def run_sweep(
         _log_due([r for r in recorders if r.start()])
         active = [r for r in recorders if not r.finished]
         while active:
-            results = engine.step([r.state for r in active])  # type: ignore[misc]
-            due = [r.record(kind, losses) for r, (kind, losses) in zip(active, results, strict=True)]
+            lanes = [r.state for r in active]
+            results = engine.step(lanes)  # type: ignore[arg-type]
+            probes = engine.health(lanes, [losses for _, losses in results])  # type: ignore[arg-type]
+            due = [r.record(kind, losses, probe)
+                   for r, (kind, losses), probe in zip(active, results, probes, strict=True)]  # fmt: skip
             _log_due([r for r, d in zip(active, due, strict=True) if d])
             for r, d in zip(active, due, strict=True):
                 if not d:

@@ -1,6 +1,11 @@
-"""Shared hypothesis strategies: random connected graphs with random symmetric doubly stochastic weights."""
+"""Shared fixtures and helpers: a tiny data set, random connected graphs with random symmetric doubly
+stochastic weights, and the comparison of two run folders."""
 
 from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -62,3 +67,26 @@ def cifar_dir(tmp_path):
         with open(folder / name, "wb") as fh:
             pickle.dump(batch, fh, protocol=2)
     return folder.parent
+
+
+def _rows(folder: Path) -> list[dict[str, str]]:
+    with (folder / "metrics.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def assert_same_records(a: Path, b: Path, rtol: float = 1e-5) -> None:
+    """Two run folders hold the same metrics rows (every column but the wall clock) and summary."""
+    rows_a, rows_b = _rows(a), _rows(b)
+    assert len(rows_a) == len(rows_b) > 1
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for key in ra:
+            if key == "wall_time":
+                continue
+            if ra[key] in ("", "init", "local", "gossip", "both"):
+                assert ra[key] == rb[key], key
+            else:
+                assert float(ra[key]) == pytest.approx(float(rb[key]), rel=rtol, abs=1e-7), (key, ra["step"])
+    sa, sb = (json.loads((f / "summary.json").read_text()) for f in (a, b))
+    for key in ("final_train_loss", "final_test_accuracy", "final_consensus", "bits_per_node", "model_time"):
+        assert sa[key] == pytest.approx(sb[key], rel=rtol, abs=1e-7), key
+    assert sa["steps"] == sb["steps"] and sa["diverged"] == sb["diverged"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import assert_same_records
 
 from bounds import InputError
 from sim.cli import main
@@ -38,29 +38,6 @@ def _base(tiny: Path) -> dict:
             "eval_samples": 40, "checkpoint_every": 7}  # fmt: skip
 
 
-def _rows(folder: Path) -> list[dict[str, str]]:
-    with (folder / "metrics.csv").open() as fh:
-        return list(csv.DictReader(fh))
-
-
-def _assert_same_records(a: Path, b: Path, rtol: float = 1e-5) -> None:
-    """Two run folders hold the same metrics rows (every column but the wall clock) and summary."""
-    rows_a, rows_b = _rows(a), _rows(b)
-    assert len(rows_a) == len(rows_b) > 1
-    for ra, rb in zip(rows_a, rows_b, strict=True):
-        for key in ra:
-            if key == "wall_time":
-                continue
-            if ra[key] in ("", "init", "local", "gossip", "both"):
-                assert ra[key] == rb[key], key
-            else:
-                assert float(ra[key]) == pytest.approx(float(rb[key]), rel=rtol, abs=1e-7), (key, ra["step"])
-    sa, sb = (json.loads((f / "summary.json").read_text()) for f in (a, b))
-    for key in ("final_train_loss", "final_test_accuracy", "final_consensus", "bits_per_node", "model_time"):
-        assert sa[key] == pytest.approx(sb[key], rel=rtol, abs=1e-7), key
-    assert sa["steps"] == sb["steps"] and sa["diverged"] == sb["diverged"]
-
-
 def test_sweep_equals_the_runs_one_by_one(tiny, tmp_path) -> None:
     """Seeds, schedules, algorithms (D-SGD, sync, CHOCO-G with random compressors), partitions, batch sizes,
     node counts, steps and learning-rate schedules differ across the stacked runs."""
@@ -72,7 +49,7 @@ def test_sweep_equals_the_runs_one_by_one(tiny, tmp_path) -> None:
     assert [s["out_dir"] for s in summaries] == [c.out for c in configs]
     for i, v in enumerate(VARIANTS):
         run(RunConfig(**{**base, **v, "out": str(tmp_path / f"single/{i}")}))
-        _assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"single/{i}")
+        assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"single/{i}")
         for name in ("config.json", "checkpoint.pt", "summary.json"):
             assert (tmp_path / f"sweep/{i}" / name).is_file()
 
@@ -83,7 +60,7 @@ def test_sweep_differs_from_a_wrong_reference(tiny, tmp_path) -> None:
     run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")})])
     run(RunConfig(**{**base, "seed": 5, "out": str(tmp_path / "b")}))
     with pytest.raises(AssertionError):
-        _assert_same_records(tmp_path / "a", tmp_path / "b")
+        assert_same_records(tmp_path / "a", tmp_path / "b")
 
 
 def test_gradient_calls_cut_by_runs_give_the_same_runs(tiny, tmp_path) -> None:
@@ -122,7 +99,7 @@ def test_a_diverging_run_stops_and_the_others_go_on(tiny, tmp_path) -> None:
     assert bad["diverged"] and "diverged at step" in bad["message"] and bad["steps"] < base["steps"]
     assert not good["diverged"] and good["steps"] == base["steps"]
     run(RunConfig(**{**base, "out": str(tmp_path / "alone")}))
-    _assert_same_records(tmp_path / "good", tmp_path / "alone")
+    assert_same_records(tmp_path / "good", tmp_path / "alone")
 
 
 def test_an_interrupted_sweep_resumes_to_the_unbroken_runs(tiny, tmp_path) -> None:
@@ -146,7 +123,7 @@ def test_an_interrupted_sweep_resumes_to_the_unbroken_runs(tiny, tmp_path) -> No
     assert not (tmp_path / "broken/0/summary.json").exists()
     run_sweep(configs("broken", resume=True))
     for i in range(len(variants)):
-        _assert_same_records(tmp_path / f"broken/{i}", tmp_path / f"unbroken/{i}")
+        assert_same_records(tmp_path / f"broken/{i}", tmp_path / f"unbroken/{i}")
 
 
 def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:

@@ -1,0 +1,113 @@
+"""``dfl-check --time-sweep``: the figures' stacked sweep against the same runs one after another.
+
+The simulations of the selected checks (each check's ``planned`` runs: Figs. 6-9 at the chosen grid,
+every configuration and every seed not cached yet) run as the checks run them: one stacked sweep per
+data set (:func:`sim.sweep.run_sweep`), end to end (start-up, evaluation, logging, checkpoints), into the
+checks' own run folders, so the checks that follow read them from the cache.
+
+The baseline, the runs one after another with :func:`sim.runner.run`, is measured on a sample: every
+``every``-th run of each check (at least one per check), each into a scratch folder. The whole sequential
+time is extrapolated per data set through the estimate's cost model
+(:func:`paper_checks.estimate.run_seconds`): the sample's measured seconds over its modelled seconds,
+times the modelled seconds of all the runs. ``every = 1`` runs every one of them alone (then nothing is
+extrapolated). Before either clock starts, one short run per data set warms the device up (CUDA
+context, cuDNN's algorithm choice) and loads the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bounds import InputError
+from paper_checks.context import CheckContext
+from paper_checks.estimate import Calibration, calibrate, run_seconds
+from paper_checks.registry import Check
+from sim.config import RunConfig
+from sim.runner import run
+from sim.sweep import run_sweep
+
+__all__ = ["time_sweep"]
+
+
+def time_sweep(
+    checks: list[Check], context: CheckContext, every: int = 6, say: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Time the selected checks' simulations as one sweep per data set against a sample of them run alone.
+
+    ``say`` receives a line after each timed part (long timings are not silent).
+
+    Returns a JSON-ready dict: per data set the runs, the sampled runs, the sweep's seconds, the sample's
+    measured and modelled seconds and the extrapolated sequential seconds; overall ``sweep_s``,
+    ``sequential_s`` (measured when ``every`` is 1, else extrapolated: ``sequential_extrapolated``) and
+    ``sweep_over_sequential`` (< 1: the sweep is faster).
+
+    Raises:
+        InputError (a ``ValueError``): ``every`` is below 1, or no selected check has simulations left
+            to run (all cached, or none selected).
+    """
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise InputError(f"--sample-every {every!r} must be an integer >= 1 (every k-th run is timed alone)")
+    planned = {chk.id: chk.planned(context) for chk in checks if chk.planned is not None}
+    if not any(planned.values()):
+        raise InputError(
+            "no simulations to time: the selected checks have none, or all their runs are cached "
+            "(use an --out folder without them)"
+        )
+    groups: dict[tuple[str, str | None], dict[str, list[RunConfig]]] = {}
+    seen: set[str] = set()  # a run two checks share (one configuration in two figures) runs once
+    for check_id, configs in planned.items():
+        for c in configs:
+            if c.out not in seen:
+                seen.add(c.out)
+                groups.setdefault((c.dataset, c.data_dir), {}).setdefault(check_id, []).append(c)
+    per_data: dict[str, dict[str, Any]] = {}
+    tell = say or (lambda line: None)
+    with tempfile.TemporaryDirectory() as scratch:
+        for (dataset, _), by_check in groups.items():
+            runs = [c for configs in by_check.values() for c in configs]
+            sample = [c for configs in by_check.values() for c in configs[::every]]  # first included
+            alone = [dataclasses.replace(c, out=str(Path(scratch) / dataset / str(i)))
+                     for i, c in enumerate(sample)]  # fmt: skip
+            warm = dataclasses.replace(runs[0], steps=2, log_every=1, out=str(Path(scratch) / "warm-up"))
+            run(warm)
+            cal: Calibration = calibrate(runs[0])
+            start = time.perf_counter()
+            for c in alone:
+                run(c)
+            measured = time.perf_counter() - start
+            tell(f"{dataset}: {len(sample)} of {len(runs)} runs one by one: {measured:.1f} s")
+            start = time.perf_counter()
+            run_sweep(runs)
+            swept = time.perf_counter() - start
+            tell(f"{dataset}: the {len(runs)} runs as one sweep: {swept:.1f} s")
+            modelled_sample = sum(run_seconds(c, cal) for c in sample)
+            modelled_all = sum(run_seconds(c, cal) for c in runs)
+            sequential = measured if len(sample) == len(runs) else measured / modelled_sample * modelled_all
+            per_data[dataset] = {
+                "checks": sorted(by_check),
+                "runs": len(runs),
+                "sampled_runs": len(sample),
+                "sweep_s": round(swept, 2),
+                "sampled_sequential_s": round(measured, 2),
+                "sampled_modelled_s": round(modelled_sample, 2),
+                "sequential_s": round(sequential, 2),
+            }
+    sweep = sum(p["sweep_s"] for p in per_data.values())
+    sequential = sum(p["sequential_s"] for p in per_data.values())
+    return {
+        "device": context.device,
+        "grid": "quick" if context.quick else "full",
+        "sample_every": every,
+        "sequential_extrapolated": any(p["sampled_runs"] < p["runs"] for p in per_data.values()),
+        "per_dataset": per_data,
+        "runs": sum(p["runs"] for p in per_data.values()),
+        "sampled_runs": sum(p["sampled_runs"] for p in per_data.values()),
+        "sweep_s": round(sweep, 2),
+        "sequential_s": round(sequential, 2),
+        "sweep_over_sequential": round(sweep / sequential, 3),
+    }

@@ -1,0 +1,79 @@
+"""The simulator on a CUDA device gives the CPU's runs (float rounding apart), and a sweep on the device its
+single runs. Skipped, and reported as skipped, on a machine without CUDA (CI has none); run on a GPU with
+``python -m pytest tests/test_cuda.py``.
+
+Mini-batches and random compressors (rand_k, qsgd) draw from a generator on the run's device, and CUDA's
+stream is not the CPU's (measured on an H100: runs with mini-batches differ from the CPU's from the first
+step), so across devices the runs compared are full-batch (``batch_size = 0``) and deterministic; within
+the device, all of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_same_records
+
+from sim.bench import run_benchmarks
+from sim.config import RunConfig
+from sim.runner import run
+from sim.sweep import run_sweep
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+
+DETERMINISTIC = [
+    {},
+    {"algorithm": "dsgd", "seed": 3},
+    {"algorithm": "cdfl", "compressor": "top_k", "compressor_param": 3, "tau2": 2},
+    {"nodes": 4, "tau1": 3, "tau2": 1, "topology": "complete", "partition": "iid"},
+]  # full batch across devices (see the module docstring)
+RANDOM = [
+    {"algorithm": "cdfl", "compressor": "rand_k", "compressor_param": 3},
+    {"algorithm": "cdfl", "compressor": "qsgd", "compressor_param": 4, "nodes": 4, "batch_size": 8},
+]
+
+
+def _config(tiny: Path, out: Path, device: str, **kw: object) -> RunConfig:
+    base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 6, "steps": 24, "log_every": 4,
+            "eval_samples": 40, "checkpoint_every": 7}  # fmt: skip
+    return RunConfig(**{**base, **kw, "device": device, "out": str(out)})
+
+
+@pytest.mark.parametrize("variant", DETERMINISTIC)
+def test_a_run_on_cuda_equals_the_run_on_the_cpu(tiny, tmp_path, variant) -> None:
+    for device in ("cpu", "cuda"):
+        run(_config(tiny, tmp_path / device, device, **{**variant, "batch_size": 0}))
+    assert_same_records(tmp_path / "cpu", tmp_path / "cuda", rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 28, 28), (3, 32, 32)], ids=["mnist-cnn", "cifar-cnn"])
+def test_the_papers_cnns_on_cuda_follow_the_cpu(tmp_path, shape) -> None:
+    """The paper's CNNs on random images of their data sets' shapes, 4 nodes, full batch, 12 steps:
+    convolutions on the GPU round differently (cuDNN may use TF32), so the tolerance is looser than for
+    the logistic model, far below what a wrong step gives."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(160, *shape)).astype(np.float32), rng.integers(0, 10, 160)
+    np.savez(tmp_path / "images.npz", x_train=x[:120], y_train=y[:120], x_test=x[120:], y_test=y[120:])
+    for device in ("cpu", "cuda"):
+        run(RunConfig(dataset=f"npz:{tmp_path / 'images.npz'}", nodes=4, batch_size=0, steps=12, log_every=4,
+                      eta=0.05, eval_samples=40, device=device, out=str(tmp_path / device)))  # fmt: skip
+    assert_same_records(tmp_path / "cpu", tmp_path / "cuda", rtol=1e-2)
+
+
+def test_a_sweep_on_cuda_equals_its_runs_one_by_one(tiny, tmp_path) -> None:
+    variants = DETERMINISTIC + RANDOM
+    configs = [_config(tiny, tmp_path / f"sweep/{i}", "cuda", **v) for i, v in enumerate(variants)]
+    run_sweep(configs)
+    for i, v in enumerate(variants):
+        run(_config(tiny, tmp_path / f"single/{i}", "cuda", **v))
+        assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"single/{i}", rtol=1e-5)
+
+
+def test_the_bench_runs_on_cuda_and_reports_its_device() -> None:
+    got = run_benchmarks(quick=True, device="cuda")
+    assert got["device"].startswith("cuda") and "synchronised" in got["timer"]
+    for key in ("step_over_big_batch", "sweep_over_sequential", "gossip_ring_1000_over_copy"):
+        assert got[key] > 0, key
