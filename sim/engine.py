@@ -99,6 +99,13 @@ def _node_losses(module: nn.Module, logits: torch.Tensor, y: torch.Tensor, w: to
     return (per_sample * w).sum(1) / w.sum(1)
 
 
+def pick(u: torch.Tensor, flat: torch.Tensor, offsets: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Sample indices from uniform draws u (rows x B): row i draws uniformly with replacement from its
+    part ``flat[offsets[i] : offsets[i] + sizes[i]]``."""
+    local = (u * sizes[:, None]).long().clamp_max(sizes[:, None] - 1)
+    return flat[offsets[:, None] + local]
+
+
 @dataclass
 class BatchSampler:
     """Each node's mini-batch indices, drawn uniformly with replacement from its own part.
@@ -127,15 +134,27 @@ class BatchSampler:
                 (j < self._sizes[:, None]).to(torch.float32),
             )
 
+    @property
+    def layout(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(flat, offsets, sizes): the nodes' parts concatenated, where each starts, and its size."""
+        return self._flat, self._offsets, self._sizes
+
+    @property
+    def width(self) -> int:
+        """Samples per node per step: the batch size, or the largest part (padded) for full batches."""
+        return self.batch_size or int(self._sizes.max())
+
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Global sample indices (N x B) and weights (N x B) for one step."""
         if self.batch_size == 0:
             return self._full
-        n = len(self.parts)
-        u = torch.rand(n, self.batch_size, generator=self.gen, device=self.device)
-        local = (u * self._sizes[:, None]).long().clamp_max(self._sizes[:, None] - 1)
-        idx = self._flat[self._offsets[:, None] + local]
+        idx = pick(self.uniforms(), self._flat, self._offsets, self._sizes)
         return idx, torch.ones(idx.shape, device=self.device)
+
+    def uniforms(self) -> torch.Tensor:
+        """This step's N x B uniform draws from the sampler's own stream (:meth:`next` maps them through
+        :func:`pick`; a sweep maps many samplers' draws at once)."""
+        return torch.rand(len(self.parts), self.batch_size, generator=self.gen, device=self.device)
 
     def state(self) -> torch.Tensor:
         return self.gen.get_state()

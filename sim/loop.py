@@ -14,7 +14,7 @@ import csv
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -37,7 +37,7 @@ from sim.trainer import Trainer
 
 __all__ = [
     "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "Health", "RunRecorder", "RunState", "Single",
-    "atomic_write", "health", "health_tensors", "read_health", "run_loop",
+    "atomic_write", "health", "health_of_runs", "run_loop",
 ]  # fmt: skip
 
 COLUMNS = (
@@ -348,24 +348,34 @@ class Health(NamedTuple):
     finite: bool
 
 
-def health_tensors(finite_rows: torch.Tensor, losses: torch.Tensor | None) -> torch.Tensor:
-    """[mean loss (NaN when ``losses`` is None), 1.0 if the rows and the losses are all finite else 0.0] in
-    float64 (exact for a float32 mean), on the device, not read back: a sweep stacks every run's and
-    reads them with one sync. ``finite_rows``: ``torch.isfinite(X).all(dim=1)`` of the run's rows."""
-    finite = finite_rows.all()
-    if losses is None:
-        return torch.stack([torch.full_like(finite, float("nan"), dtype=torch.float64), finite.double()])
-    return torch.stack([losses.mean().double(), (finite & torch.isfinite(losses).all()).double()])
+def health_of_runs(
+    finite_rows: torch.Tensor, nodes: Sequence[int], losses: Sequence[torch.Tensor | None]
+) -> list[Health]:
+    """Each run's :class:`Health` after a step, read back with one device sync.
 
-
-def read_health(values: list[float], has_loss: bool) -> Health:
-    """:class:`Health` from the two numbers of :func:`health_tensors`."""
-    return Health(values[0] if has_loss else None, values[1] == 1.0)
+    ``finite_rows``: ``torch.isfinite(X).all(dim=1)`` of the runs' rows (run r owns the next ``nodes[r]``
+    rows); ``losses[r]``: run r's mini-batch losses (``nodes[r]``,) or None. The mean loss is summed in
+    float64 (a sweep of R runs costs a few kernels, not a few per run)."""
+    device = finite_rows.device
+    has = [loss is not None for loss in losses]
+    owner = torch.from_numpy(np.repeat(np.arange(len(nodes)), nodes)).to(device)
+    bad = torch.zeros(len(nodes), dtype=torch.float64, device=device).index_add_(
+        0, owner, (~finite_rows).double()
+    )
+    total = torch.zeros_like(bad)
+    if any(has):
+        L = torch.cat([loss for loss in losses if loss is not None]).double()
+        with_loss = np.flatnonzero(has)
+        owner = torch.from_numpy(np.repeat(with_loss, np.asarray(nodes)[with_loss])).to(device)
+        total.index_add_(0, owner, L)
+        bad.index_add_(0, owner, (~torch.isfinite(L)).double())
+    sums, bads = torch.stack([total, bad]).tolist()
+    return [Health(sums[r] / n if has[r] else None, bads[r] == 0) for r, n in enumerate(nodes)]
 
 
 def health(X: torch.Tensor, losses: torch.Tensor | None) -> Health:
-    """The step's :class:`Health`, read back with one device sync."""
-    return read_health(health_tensors(torch.isfinite(X).all(dim=1), losses).tolist(), losses is not None)
+    """The step's :class:`Health` (one run, the rows of X), read back with one device sync."""
+    return health_of_runs(torch.isfinite(X).all(dim=1), [X.shape[0]], [losses])[0]
 
 
 def _divergence(finite: bool, now: float | None, first: float | None, t: int, eta: float) -> str:

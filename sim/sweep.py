@@ -35,10 +35,10 @@ from bounds import InputError
 from sim.algorithms import BOTH, GOSSIP, LOCAL, sparse_mixing
 from sim.config import RunConfig
 from sim.data import load_dataset
-from sim.engine import Stack
+from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
 from sim.gossip import ExactGossip
-from sim.loop import Health, RunRecorder, Single, health_tensors, read_health
+from sim.loop import Health, RunRecorder, Single, health_of_runs
 from sim.setup import SPARSE_GOSSIP_FROM_NODES, build_trainer, prepare
 from sim.trainer import Trainer
 
@@ -135,6 +135,7 @@ class SweepEngine:
             tr.X = tr.X[:0]  # the stacked X holds the rows now
             start += n
         self._blocks: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self._parts: OrderedDict[tuple[int, ...], tuple[torch.Tensor, ...]] = OrderedDict()
 
     def step(self, lanes: Sequence[Lane]) -> list[tuple[int, torch.Tensor | None]]:
         """Advance each of ``lanes`` by its next step; returns each one's (kind, mini-batch losses)."""
@@ -144,10 +145,8 @@ class SweepEngine:
         losses: dict[int, torch.Tensor] = {}
         updates: list[tuple[list[Lane], torch.Tensor]] = []  # (a gradient call's lanes, their rows' G)
         local = [lane for lane, k in zip(lanes, kinds, strict=True) if k in (LOCAL, BOTH)]
-        draws = {lane.index: lane.sampler.next() for lane in local}  # each run's own stream
-        for group in _by_batch_width(local, draws, self.samples_per_call):  # one stacked call per group
-            idx = torch.cat([draws[lane.index][0] for lane in group])
-            weight = torch.cat([draws[lane.index][1] for lane in group])
+        for group in _by_batch_width(local, self.samples_per_call):  # one stacked call per group
+            idx, weight = self._draw(group)
             G, batch_losses = self.stack.gradients(
                 X[self._rows(group)], self.x_train[idx], self.y_train[idx], weight
             )
@@ -174,13 +173,33 @@ class SweepEngine:
         return [(k, losses.get(lane.index)) for lane, k in zip(lanes, kinds, strict=True)]
 
     def health(self, lanes: Sequence[Lane], losses: Sequence[torch.Tensor | None]) -> list[Health]:
-        """Each lane's :class:`~sim.loop.Health` after its step, read back with one device sync (one pass
-        over X for the finite check, instead of a sync and a pass per run)."""
-        finite_rows = torch.isfinite(self.X).all(dim=1)
-        values = torch.stack(
-            [health_tensors(finite_rows[lane.rows], loss) for lane, loss in zip(lanes, losses, strict=True)]
-        ).tolist()
-        return [read_health(v, loss is not None) for v, loss in zip(values, losses, strict=True)]
+        """Each lane's :class:`~sim.loop.Health` after its step: one pass over X for the finite check and
+        one device sync for all lanes (not a sync and a pass per run)."""
+        finite_rows = torch.isfinite(self.X).all(dim=1)[self._rows(lanes)]
+        return health_of_runs(finite_rows, [lane.nodes for lane in lanes], losses)
+
+    def _draw(self, group: Sequence[Lane]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The group's mini-batch indices and weights (rows x width): each lane draws its uniforms from
+        its own stream, mapped to indices for the whole group at once (:func:`sim.engine.pick`); full-batch
+        lanes give their fixed padded parts."""
+        if group[0].sampler.batch_size == 0:  # a group shares its width: all full batch, or none
+            draws = [lane.sampler.next() for lane in group]
+            return torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws])
+        key = tuple(lane.index for lane in group)
+        if key not in self._parts:
+            layouts = [lane.sampler.layout for lane in group]
+            flat = torch.cat([f for f, _, _ in layouts])
+            starts = np.cumsum([0] + [len(f) for f, _, _ in layouts[:-1]])
+            offsets = torch.cat([o + int(b) for (_, o, _), b in zip(layouts, starts, strict=True)])
+            sizes = torch.cat([n for _, _, n in layouts])
+            ones = torch.ones(len(sizes), group[0].sampler.batch_size, device=flat.device)
+            self._parts[key] = (flat, offsets, sizes, ones)
+            if len(self._parts) > 32:
+                self._parts.popitem(last=False)
+        self._parts.move_to_end(key)
+        flat, offsets, sizes, ones = self._parts[key]
+        u = torch.cat([lane.sampler.uniforms() for lane in group])  # each run's own stream
+        return pick(u, flat, offsets, sizes), ones
 
     def _rows(self, lanes: Sequence[Lane]) -> slice | torch.Tensor:
         """The rows of ``lanes`` in X: a slice when they are contiguous, else an index tensor."""
@@ -208,17 +227,16 @@ class SweepEngine:
         return self._blocks[key]
 
 
-def _by_batch_width(
-    lanes: Sequence[Lane], draws: dict[int, tuple[torch.Tensor, torch.Tensor]], samples_per_call: int
-) -> list[list[Lane]]:
-    """Lanes grouped by the width of their mini-batch draws (batch size, or the padded local data), each
-    group cut so that one gradient call sees at most ``samples_per_call`` samples (at least one lane)."""
-    groups: dict[int, list[list[Lane]]] = {}
+def _by_batch_width(lanes: Sequence[Lane], samples_per_call: int) -> list[list[Lane]]:
+    """Lanes grouped by the width of their mini-batch draws (batch size, or the padded local data; full
+    batches apart from mini-batches of the same width), each group cut so that one gradient call sees at
+    most ``samples_per_call`` samples (at least one lane)."""
+    groups: dict[tuple[int, bool], list[list[Lane]]] = {}
     for lane in lanes:
-        width = draws[lane.index][0].shape[1]
+        width = (lane.sampler.width, lane.sampler.batch_size == 0)
         chunks = groups.setdefault(width, [[]])
         rows = sum(other.nodes for other in chunks[-1])
-        if chunks[-1] and (rows + lane.nodes) * width > samples_per_call:
+        if chunks[-1] and (rows + lane.nodes) * width[0] > samples_per_call:
             chunks.append([])
         chunks[-1].append(lane)
     return [chunk for chunks in groups.values() for chunk in chunks]

@@ -51,15 +51,19 @@ def test_a_run_on_cuda_equals_the_run_on_the_cpu(tiny, tmp_path, variant) -> Non
 
 @pytest.mark.parametrize("shape", [(1, 28, 28), (3, 32, 32)], ids=["mnist-cnn", "cifar-cnn"])
 def test_the_papers_cnns_on_cuda_follow_the_cpu(tmp_path, shape) -> None:
-    """The paper's CNNs on random images of their data sets' shapes, 4 nodes, full batch, 12 steps:
-    convolutions on the GPU round differently (cuDNN may use TF32), so the tolerance is looser than for
-    the logistic model, far below what a wrong step gives."""
+    """The paper's CNNs on random images of their data sets' shapes, 4 nodes, full batch, 12 steps, with
+    cuDNN's TF32 off. With it on (torch's default for convolutions; 10 mantissa bits) the CIFAR-10 CNN
+    failed rtol 1e-2 on an H100 on 2026-11-26 and the MNIST CNN passed; TF32 is the suspected cause,
+    not yet confirmed on a GPU. Convolutions on the GPU still round differently, so the tolerance is
+    looser than for the logistic model, far below what a wrong step gives."""
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(160, *shape)).astype(np.float32), rng.integers(0, 10, 160)
     np.savez(tmp_path / "images.npz", x_train=x[:120], y_train=y[:120], x_test=x[120:], y_test=y[120:])
-    for device in ("cpu", "cuda"):
-        run(RunConfig(dataset=f"npz:{tmp_path / 'images.npz'}", nodes=4, batch_size=0, steps=12, log_every=4,
-                      eta=0.05, eval_samples=40, device=device, out=str(tmp_path / device)))  # fmt: skip
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for device in ("cpu", "cuda"):
+            data = f"npz:{tmp_path / 'images.npz'}"
+            run(RunConfig(dataset=data, nodes=4, batch_size=0, steps=12, log_every=4, eta=0.05,
+                          eval_samples=40, device=device, out=str(tmp_path / device)))  # fmt: skip
     assert_same_records(tmp_path / "cpu", tmp_path / "cuda", rtol=1e-2)
 
 

@@ -215,3 +215,19 @@ def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str
 def test_cli_sweep_missing_file(tmp_path, capsys) -> None:
     assert main(["sweep", str(tmp_path / "nope.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_health_of_runs_by_hand() -> None:
+    """Three runs of 2, 3 and 1 rows: run 1 took a gossip-only step (no losses), run 2 has an inf
+    parameter, run 0 a NaN loss; means summed in float64 per run."""
+    from sim.loop import Health, health, health_of_runs
+
+    X = torch.zeros(6, 4)
+    X[5, 2] = float("inf")
+    losses = [torch.tensor([1.0, float("nan")]), None, torch.tensor([0.25])]
+    got = health_of_runs(torch.isfinite(X).all(dim=1), [2, 3, 1], losses)
+    assert got[1] == Health(None, True) and got[2] == Health(0.25, False)
+    assert got[0].finite is False and np.isnan(got[0].loss)
+    ok = health(torch.ones(3, 2), torch.tensor([0.5, 1.0, 3.0]))
+    assert ok == Health(1.5, True)
+    assert health(torch.ones(3, 2), None) == Health(None, True)
