@@ -349,33 +349,34 @@ class Health(NamedTuple):
 
 
 def health_of_runs(
-    finite_rows: torch.Tensor, nodes: Sequence[int], losses: Sequence[torch.Tensor | None]
+    finite_rows: torch.Tensor,
+    nodes: Sequence[int],
+    losses: Sequence[torch.Tensor | None],
+    owner: torch.Tensor,
+    loss_owner: torch.Tensor,
 ) -> list[Health]:
     """Each run's :class:`Health` after a step, read back with one device sync.
 
     ``finite_rows``: ``torch.isfinite(X).all(dim=1)`` of the runs' rows (run r owns the next ``nodes[r]``
-    rows); ``losses[r]``: run r's mini-batch losses (``nodes[r]``,) or None. The mean loss is summed in
-    float64 (a sweep of R runs costs a few kernels, not a few per run)."""
-    device = finite_rows.device
-    has = [loss is not None for loss in losses]
-    owner = torch.from_numpy(np.repeat(np.arange(len(nodes)), nodes)).to(device)
-    bad = torch.zeros(len(nodes), dtype=torch.float64, device=device).index_add_(
-        0, owner, (~finite_rows).double()
-    )
+    rows); ``losses[r]``: run r's mini-batch losses (``nodes[r]``,) or None; ``owner``: each row's run r
+    (a device tensor), ``loss_owner`` the same for the concatenated losses of the runs that have them.
+    The mean loss is summed in float64; R runs cost a few kernels, not a few per run."""
+    bad = torch.zeros(len(nodes), dtype=torch.float64, device=finite_rows.device)
+    bad.index_add_(0, owner, (~finite_rows).double())
     total = torch.zeros_like(bad)
+    has = [loss is not None for loss in losses]
     if any(has):
         L = torch.cat([loss for loss in losses if loss is not None]).double()
-        with_loss = np.flatnonzero(has)
-        owner = torch.from_numpy(np.repeat(with_loss, np.asarray(nodes)[with_loss])).to(device)
-        total.index_add_(0, owner, L)
-        bad.index_add_(0, owner, (~torch.isfinite(L)).double())
+        total.index_add_(0, loss_owner, L)
+        bad.index_add_(0, loss_owner, (~torch.isfinite(L)).double())
     sums, bads = torch.stack([total, bad]).tolist()
     return [Health(sums[r] / n if has[r] else None, bads[r] == 0) for r, n in enumerate(nodes)]
 
 
 def health(X: torch.Tensor, losses: torch.Tensor | None) -> Health:
     """The step's :class:`Health` (one run, the rows of X), read back with one device sync."""
-    return health_of_runs(torch.isfinite(X).all(dim=1), [X.shape[0]], [losses])[0]
+    owner = torch.zeros(X.shape[0], dtype=torch.long, device=X.device)  # made on the device: no copy
+    return health_of_runs(torch.isfinite(X).all(dim=1), [X.shape[0]], [losses], owner, owner)[0]
 
 
 def _divergence(finite: bool, now: float | None, first: float | None, t: int, eta: float) -> str:

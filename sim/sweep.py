@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import torch
 
@@ -134,8 +135,10 @@ class SweepEngine:
             self.lanes.append(Lane(self, i, slice(start, start + n), tr))
             tr.X = tr.X[:0]  # the stacked X holds the rows now
             start += n
-        self._blocks: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
-        self._parts: OrderedDict[tuple[int, ...], tuple[torch.Tensor, ...]] = OrderedDict()
+        # every lane's part of the training set in one tensor (a group's draws map through it at once)
+        self._flat = torch.cat([lane.sampler.layout[0] for lane in self.lanes])
+        self._flat_start = np.cumsum([0] + [len(lane.sampler.layout[0]) for lane in self.lanes[:-1]])
+        self._memos: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
     def step(self, lanes: Sequence[Lane]) -> list[tuple[int, torch.Tensor | None]]:
         """Advance each of ``lanes`` by its next step; returns each one's (kind, mini-batch losses)."""
@@ -165,8 +168,7 @@ class SweepEngine:
                 new[lane.rows] = lane.gossip.step(X[lane.rows], lane.gen)
         for group, G in updates:  # X <- X - eta_r G: one update per gradient call, eta_r repeated per row
             rows = self._rows(group)
-            eta = [lane.learning_rate() for lane in group for _ in range(lane.nodes)]
-            new[rows] = new[rows] - torch.tensor(eta, dtype=G.dtype, device=G.device)[:, None] * G
+            new[rows] = new[rows] - self._eta_rows(group, G.dtype)[:, None] * G
         self.X = new
         for lane in lanes:
             lane.t += 1
@@ -176,7 +178,30 @@ class SweepEngine:
         """Each lane's :class:`~sim.loop.Health` after its step: one pass over X for the finite check and
         one device sync for all lanes (not a sync and a pass per run)."""
         finite_rows = torch.isfinite(self.X).all(dim=1)[self._rows(lanes)]
-        return health_of_runs(finite_rows, [lane.nodes for lane in lanes], losses)
+        nodes = [lane.nodes for lane in lanes]
+        has = tuple(loss is not None for loss in losses)
+        key = tuple(lane.index for lane in lanes)
+        owner = self._memo(("owner", key), lambda: self._device(np.repeat(np.arange(len(nodes)), nodes)))
+        with_loss = np.flatnonzero(has)
+        loss_owner = self._memo(
+            ("loss owner", key, has),
+            lambda: self._device(np.repeat(with_loss, np.asarray(nodes, dtype=np.int64)[with_loss])),
+        )
+        return health_of_runs(finite_rows, nodes, losses, owner, loss_owner)
+
+    def _memo(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """``build()`` cached under ``key`` for the last 64 keys: what depends only on the set of lanes in a
+        call (their rows, parts, mixing block, learning rates) is sent to the device once, not per step
+        (on a GPU each host-to-device copy of a step's small tensor stalls the stream)."""
+        if key not in self._memos:
+            self._memos[key] = build()
+            if len(self._memos) > 64:
+                self._memos.popitem(last=False)
+        self._memos.move_to_end(key)
+        return self._memos[key]
+
+    def _device(self, values: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(values)).to(self.X.device)
 
     def _draw(self, group: Sequence[Lane]) -> tuple[torch.Tensor, torch.Tensor]:
         """The group's mini-batch indices and weights (rows x width): each lane draws its uniforms from
@@ -185,46 +210,44 @@ class SweepEngine:
         if group[0].sampler.batch_size == 0:  # a group shares its width: all full batch, or none
             draws = [lane.sampler.next() for lane in group]
             return torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws])
-        key = tuple(lane.index for lane in group)
-        if key not in self._parts:
-            layouts = [lane.sampler.layout for lane in group]
-            flat = torch.cat([f for f, _, _ in layouts])
-            starts = np.cumsum([0] + [len(f) for f, _, _ in layouts[:-1]])
-            offsets = torch.cat([o + int(b) for (_, o, _), b in zip(layouts, starts, strict=True)])
-            sizes = torch.cat([n for _, _, n in layouts])
-            ones = torch.ones(len(sizes), group[0].sampler.batch_size, device=flat.device)
-            self._parts[key] = (flat, offsets, sizes, ones)
-            if len(self._parts) > 32:
-                self._parts.popitem(last=False)
-        self._parts.move_to_end(key)
-        flat, offsets, sizes, ones = self._parts[key]
+
+        def layout() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            parts = [lane.sampler.layout for lane in group]
+            offsets = torch.cat(
+                [o + int(self._flat_start[lane.index]) for lane, (_, o, _) in zip(group, parts, strict=True)]
+            )
+            sizes = torch.cat([n for _, _, n in parts])
+            return offsets, sizes, torch.ones(len(sizes), group[0].sampler.batch_size, device=self.X.device)
+
+        offsets, sizes, ones = self._memo(("draw", tuple(lane.index for lane in group)), layout)
         u = torch.cat([lane.sampler.uniforms() for lane in group])  # each run's own stream
-        return pick(u, flat, offsets, sizes), ones
+        return pick(u, self._flat, offsets, sizes), ones
+
+    def _eta_rows(self, group: Sequence[Lane], dtype: torch.dtype) -> torch.Tensor:
+        """Each row's learning rate eta_r (sent to the device again only when a run's rate changes)."""
+        eta = tuple(lane.learning_rate() for lane in group)
+        key = ("eta", tuple(lane.index for lane in group), eta)
+        nodes = [lane.nodes for lane in group]
+        return self._memo(key, lambda: self._device(np.repeat(np.asarray(eta), nodes)).to(dtype))
 
     def _rows(self, lanes: Sequence[Lane]) -> slice | torch.Tensor:
         """The rows of ``lanes`` in X: a slice when they are contiguous, else an index tensor."""
         if all(a.rows.stop == b.rows.start for a, b in itertools.pairwise(lanes)):
             return slice(lanes[0].rows.start, lanes[-1].rows.stop)
-        index = np.concatenate([np.arange(lane.rows.start, lane.rows.stop) for lane in lanes])
-        return torch.from_numpy(index).to(self.X.device)
+        index = lambda: np.concatenate([np.arange(lane.rows.start, lane.rows.stop) for lane in lanes])  # noqa: E731
+        return self._memo(("rows", tuple(lane.index for lane in lanes)), lambda: self._device(index()))
 
     def _block(self, lanes: Sequence[Lane]) -> torch.Tensor:
-        """blockdiag(C_r) of ``lanes`` (dense, or sparse CSR beyond SPARSE_GOSSIP_FROM_NODES rows),
-        cached for the last 32 sets of lanes."""
-        key = tuple(lane.index for lane in lanes)
-        if key not in self._blocks:
-            blocks = [self.C[i] for i in key]
-            if sum(len(C) for C in blocks) > SPARSE_GOSSIP_FROM_NODES:
-                M = sparse_mixing(sp.block_diag(blocks, format="csr"), device=self.X.device)
-            else:
-                M = torch.as_tensor(
-                    sp.block_diag(blocks).toarray(), dtype=torch.float32, device=self.X.device
-                )
-            self._blocks[key] = M
-            if len(self._blocks) > 32:
-                self._blocks.popitem(last=False)
-        self._blocks.move_to_end(key)
-        return self._blocks[key]
+        """blockdiag(C_r) of ``lanes`` (dense, or sparse CSR beyond SPARSE_GOSSIP_FROM_NODES rows)."""
+
+        def build() -> torch.Tensor:
+            blocks = [self.C[lane.index] for lane in lanes]
+            if sum(C.shape[0] for C in blocks) > SPARSE_GOSSIP_FROM_NODES:
+                return sparse_mixing(sp.block_diag(blocks, format="csr"), device=self.X.device)
+            dense = [C.toarray() if sp.issparse(C) else np.asarray(C) for C in blocks]
+            return torch.as_tensor(scipy.linalg.block_diag(*dense), dtype=torch.float32, device=self.X.device)
+
+        return self._memo(("block", tuple(lane.index for lane in lanes)), build)
 
 
 def _by_batch_width(lanes: Sequence[Lane], samples_per_call: int) -> list[list[Lane]]:

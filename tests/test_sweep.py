@@ -225,7 +225,8 @@ def test_health_of_runs_by_hand() -> None:
     X = torch.zeros(6, 4)
     X[5, 2] = float("inf")
     losses = [torch.tensor([1.0, float("nan")]), None, torch.tensor([0.25])]
-    got = health_of_runs(torch.isfinite(X).all(dim=1), [2, 3, 1], losses)
+    owner, loss_owner = torch.tensor([0, 0, 1, 1, 1, 2]), torch.tensor([0, 0, 2])
+    got = health_of_runs(torch.isfinite(X).all(dim=1), [2, 3, 1], losses, owner, loss_owner)
     assert got[1] == Health(None, True) and got[2] == Health(0.25, False)
     assert got[0].finite is False and np.isnan(got[0].loss)
     ok = health(torch.ones(3, 2), torch.tensor([0.5, 1.0, 3.0]))
