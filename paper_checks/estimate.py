@@ -4,20 +4,27 @@ Two parts:
 
 * the simulations the checks will run (each check's ``planned`` runs, those not cached yet), timed by
   a short calibration on this machine and device: one stacked local step of 10 nodes x 32 samples of
-  the run's model (seconds per node-step) and one forward pass of 500 samples (seconds per evaluated
-  sample); a run costs its local node-steps, its logged rows (the average model on the training and
-  test samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its
-  final evaluation (the training sample and the whole test set);
+  the run's model (seconds per node-step), one forward pass of 500 samples (seconds per evaluated
+  sample), and the fixed cost of a step (sampling, gossip, the divergence check's read-back,
+  bookkeeping: two short real runs of the first planned config, their difference per step less its
+  node-steps; on a GPU at N = 10 this fixed cost is most of a step). A run costs its local
+  node-steps, its steps' fixed cost, its logged rows (the average model on the training and test
+  samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its final
+  evaluation (the training sample and the whole test set);
 * every other check: the seconds it took the last time it ran in this mode in this output folder
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
 
-The gossip steps and the start-up of each run are left out (a few per cent at N = 10); the test suite
-compares the estimate with a measured run.
+The start-up of each run is left out. The estimate was compared with measured runs (README: on 2 CPU
+cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; on an H100 the runs took about twice the
+estimate before the fixed cost of a step was counted); the tests check its arithmetic.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +38,10 @@ from sim.data import load_dataset
 from sim.engine import Stack
 from sim.evaluation import node_sample
 from sim.models import make_model
+from sim.runner import run
 from sim.timing import seconds_per_call
 
-__all__ = ["Calibration", "Estimate", "calibrate", "estimate", "run_seconds"]
+__all__ = ["Calibration", "Estimate", "calibrate", "estimate", "run_seconds", "step_overhead"]
 
 CALIBRATION_NODES, CALIBRATION_BATCH, CALIBRATION_SAMPLES = 10, 32, 500
 
@@ -46,10 +54,34 @@ class Calibration:
     node_step: float
     sample: float
     test_size: int
+    step: float = 0.0  # the fixed seconds of a step, whatever its node-steps
+
+
+STEP_CALIBRATION = (5, 25)  # the two short runs whose difference times a step (after a 2-step warm-up)
+
+
+def step_overhead(config: RunConfig, node_step: float) -> float:
+    """Seconds of a step beyond its node-steps: two short runs of ``config`` (STEP_CALIBRATION steps,
+    logging only at their ends, no checkpoints; a 2-step run first warms the device up), their
+    difference per step, less the node-steps of the extra steps at ``node_step`` (never below 0)."""
+    seconds = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for steps in (2, *STEP_CALIBRATION):
+            short = dataclasses.replace(config, steps=steps, log_every=steps, checkpoint_every=10**9,
+                                        resume=False, out=f"{scratch}/{steps}")  # fmt: skip
+            start = time.perf_counter()
+            run(short)
+            seconds.append(time.perf_counter() - start)
+    a, b = STEP_CALIBRATION
+    local = local_step_count(config.algorithm, config.tau1, config.tau2, b) - local_step_count(
+        config.algorithm, config.tau1, config.tau2, a
+    )
+    return max(0.0, (seconds[2] - seconds[1] - config.nodes * local * node_step) / (b - a))
 
 
 def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
-    """Time the config's model on random inputs of its data set's shape (after one warm-up call)."""
+    """Time the config's model on random inputs of its data set's shape (after one warm-up call), and
+    the fixed cost of the config's steps (:func:`step_overhead`)."""
     data = load_dataset(config.dataset, config.data_dir)
     device = torch.device(config.device)
     torch.manual_seed(0)
@@ -65,7 +97,9 @@ def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
     step = seconds_per_call(lambda: stack.gradients(X, x, y, w), repeats, device)
     with torch.no_grad():
         forward = seconds_per_call(lambda: model(xs), repeats, device)
-    return Calibration(step / n, forward / CALIBRATION_SAMPLES, len(data.y_test))
+    return Calibration(
+        step / n, forward / CALIBRATION_SAMPLES, len(data.y_test), step_overhead(config, step / n)
+    )
 
 
 def run_seconds(config: RunConfig, cal: Calibration) -> float:
@@ -74,7 +108,8 @@ def run_seconds(config: RunConfig, cal: Calibration) -> float:
     rows = config.steps // config.log_every + 1
     per_row = (2 + len(node_sample(config.nodes)) + 3) * config.eval_samples  # + a gradient ~ 3 passes
     final = config.eval_samples + cal.test_size
-    return config.nodes * local * cal.node_step + (rows * per_row + final) * cal.sample
+    compute = config.nodes * local * cal.node_step + config.steps * cal.step
+    return compute + (rows * per_row + final) * cal.sample
 
 
 @dataclass
@@ -99,8 +134,8 @@ class Estimate:
         """One line for the user before the checks start."""
         parts = [f"about {_duration(self.seconds)}"]
         if self.runs:
-            steps = ", ".join(f"{k}: {c.node_step * 1e3:.1f} ms per local node-step"
-                              for k, c in self.calibrations.items())  # fmt: skip
+            steps = ", ".join(f"{k}: {c.node_step * 1e3:.1f} ms per local node-step + {c.step * 1e3:.1f} ms "
+                              "per step" for k, c in self.calibrations.items())  # fmt: skip
             parts.append(f"{self.runs} simulations {_duration(self.simulation_seconds)} ({steps})")
         others = {k: s for k, s in self.per_check.items() if s is not None and k not in self.simulating}
         if others:
