@@ -42,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
     parser.add_argument(
-        "--estimate", action="store_true", help="print the time estimate and stop (nothing runs)"
+        "--estimate",
+        action="store_true",
+        help="print the time estimate and stop (no check runs; the calibration times a few short runs)",
     )
     parser.add_argument(
         "--time-sweep",

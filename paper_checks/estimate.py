@@ -8,9 +8,11 @@ Two parts:
   sample), and the fixed cost of a step (sampling, gossip, the divergence check's read-back,
   bookkeeping: two short real runs of the first planned config, their difference per step less its
   node-steps; on a GPU at N = 10 this fixed cost is most of a step). A run costs its local
-  node-steps, its steps' fixed cost, its logged rows (the average model on the training and test
-  samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its final
-  evaluation (the training sample and the whole test set);
+  node-steps, its logged rows (the average model on the training and test samples, up to 4 nodes and
+  one gradient: about 9 forward passes of ``eval_samples``) and its final evaluation (the training
+  sample and the whole test set); the fixed cost is paid once per step of the sweep that runs a
+  check's runs together (:func:`sweep_seconds`), once per step of each run alone
+  (:func:`run_seconds`);
 * every other check: the seconds it took the last time it ran in this mode in this output folder
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
 
@@ -41,7 +43,9 @@ from sim.models import make_model
 from sim.runner import run
 from sim.timing import seconds_per_call
 
-__all__ = ["Calibration", "Estimate", "calibrate", "estimate", "run_seconds", "step_overhead"]
+__all__ = [
+    "Calibration", "Estimate", "calibrate", "estimate", "run_seconds", "step_overhead", "sweep_seconds",
+]  # fmt: skip
 
 CALIBRATION_NODES, CALIBRATION_BATCH, CALIBRATION_SAMPLES = 10, 32, 500
 
@@ -57,7 +61,9 @@ class Calibration:
     step: float = 0.0  # the fixed seconds of a step, whatever its node-steps
 
 
-STEP_CALIBRATION = (5, 25)  # the two short runs whose difference times a step (after a 2-step warm-up)
+STEP_CALIBRATION = (5, 45)  # the two short runs whose difference times a step (after a 2-step warm-up)
+STEP_CALIBRATION_SAMPLES = 100  # their evaluation sample: the same in both, so it cancels; small, so its
+# jitter (divided by the 40 steps between them) stays small
 
 
 def step_overhead(config: RunConfig, node_step: float) -> float:
@@ -68,6 +74,7 @@ def step_overhead(config: RunConfig, node_step: float) -> float:
     with tempfile.TemporaryDirectory() as scratch:
         for steps in (2, *STEP_CALIBRATION):
             short = dataclasses.replace(config, steps=steps, log_every=steps, checkpoint_every=10**9,
+                                        eval_samples=min(config.eval_samples, STEP_CALIBRATION_SAMPLES),
                                         resume=False, out=f"{scratch}/{steps}")  # fmt: skip
             start = time.perf_counter()
             run(short)
@@ -102,8 +109,19 @@ def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
     )
 
 
+def sweep_seconds(configs: list[RunConfig], cal: Calibration) -> float:
+    """The modelled seconds of ``configs`` run as one stacked sweep (as the checks run a figure's runs):
+    every run's node-steps and evaluations, but a step's fixed cost once per step of the sweep (its
+    longest run), not once per run."""
+    if not configs:
+        return 0.0
+    alone = dataclasses.replace(cal, step=0.0)
+    return sum(run_seconds(c, alone) for c in configs) + max(c.steps for c in configs) * cal.step
+
+
 def run_seconds(config: RunConfig, cal: Calibration) -> float:
-    """The modelled seconds of one run: local node-steps, logged rows, final evaluation."""
+    """The modelled seconds of one run alone: local node-steps, its steps' fixed cost, logged rows, final
+    evaluation."""
     local = local_step_count(config.algorithm, config.tau1, config.tau2, config.steps)
     rows = config.steps // config.log_every + 1
     per_row = (2 + len(node_sample(config.nodes)) + 3) * config.eval_samples  # + a gradient ~ 3 passes
@@ -166,7 +184,10 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
             try:  # free)
                 planned = chk.planned(context)
-                seconds = sum(run_seconds(c, _calibration(out, c)) for c in planned)
+                groups: dict[str, list[RunConfig]] = {}  # one sweep per data set, model and device
+                for c in planned:
+                    groups.setdefault(_key(c), []).append(c)
+                seconds = sum(sweep_seconds(g, _calibration(out, g[0])) for g in groups.values())
             except Exception:  # the check itself will say why it cannot run (no data, no GPU)
                 out.per_check[chk.id] = None
                 continue
@@ -181,8 +202,12 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
 
 def _calibration(out: Estimate, config: RunConfig) -> Calibration:
     """The calibration of the config's data set, model and device (measured once per estimate)."""
-    key = f"{config.dataset}/{config.model} on {config.device}"
+    key = _key(config)
     if key not in out.calibrations:
         config.validate()
         out.calibrations[key] = calibrate(config)
     return out.calibrations[key]
+
+
+def _key(config: RunConfig) -> str:
+    return f"{config.dataset}/{config.model} on {config.device}"

@@ -66,29 +66,33 @@ def time_sweep(
                 seen.add(c.out)
                 groups.setdefault((c.dataset, c.data_dir), {}).setdefault(check_id, []).append(c)
     per_data: dict[str, dict[str, Any]] = {}
+    totals = [0.0, 0.0]  # sweep, one by one (unrounded)
     tell = say or (lambda line: None)
     with tempfile.TemporaryDirectory() as scratch:
-        for (dataset, _), by_check in groups.items():
+        for g, ((dataset, data_dir), by_check) in enumerate(groups.items()):
+            label = dataset if dataset not in per_data else f"{dataset} ({data_dir})"  # one per data folder
             runs = [c for configs in by_check.values() for c in configs]
             sample = [c for configs in by_check.values() for c in configs[::every]]  # first included
-            alone = [dataclasses.replace(c, out=str(Path(scratch) / dataset / str(i)))
+            alone = [dataclasses.replace(c, out=str(Path(scratch) / str(g) / str(i)))
                      for i, c in enumerate(sample)]  # fmt: skip
-            warm = dataclasses.replace(runs[0], steps=2, log_every=1, out=str(Path(scratch) / "warm-up"))
+            warm = dataclasses.replace(runs[0], steps=2, log_every=1, out=str(Path(scratch) / f"warm-up-{g}"))
             run(warm)
             cal: Calibration = calibrate(runs[0])
             start = time.perf_counter()
             for c in alone:
                 run(c)
             measured = time.perf_counter() - start
-            tell(f"{dataset}: {len(sample)} of {len(runs)} runs one by one: {measured:.1f} s")
+            tell(f"{label}: {len(sample)} of {len(runs)} runs one by one: {measured:.1f} s")
             start = time.perf_counter()
             run_sweep(runs)
             swept = time.perf_counter() - start
-            tell(f"{dataset}: the {len(runs)} runs as one sweep: {swept:.1f} s")
+            tell(f"{label}: the {len(runs)} runs as one sweep: {swept:.1f} s")
             modelled_sample = sum(run_seconds(c, cal) for c in sample)
             modelled_all = sum(run_seconds(c, cal) for c in runs)
             sequential = measured if len(sample) == len(runs) else measured / modelled_sample * modelled_all
-            per_data[dataset] = {
+            totals[0] += swept
+            totals[1] += sequential
+            per_data[label] = {
                 "checks": sorted(by_check),
                 "runs": len(runs),
                 "sampled_runs": len(sample),
@@ -97,8 +101,7 @@ def time_sweep(
                 "sampled_modelled_s": round(modelled_sample, 2),
                 "sequential_s": round(sequential, 2),
             }
-    sweep = sum(p["sweep_s"] for p in per_data.values())
-    sequential = sum(p["sequential_s"] for p in per_data.values())
+    sweep, sequential = totals
     return {
         "device": context.device,
         "grid": "quick" if context.quick else "full",

@@ -125,10 +125,10 @@ class BatchSampler:
         self._offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(sizes)[:-1]])).to(self.device)
         self._sizes = torch.from_numpy(sizes).to(self.device)
         self.gen = torch.Generator(device=self.device).manual_seed(self.seed)
+        self._width = int(sizes.max())  # the padded full batch, read without a device sync
         n = len(self.parts)
         if self.batch_size == 0:
-            width = int(sizes.max())
-            j = torch.arange(width, device=self.device).expand(n, width)
+            j = torch.arange(self._width, device=self.device).expand(n, self._width)
             self._full = (
                 self._flat[self._offsets[:, None] + j % self._sizes[:, None]],
                 (j < self._sizes[:, None]).to(torch.float32),
@@ -142,7 +142,7 @@ class BatchSampler:
     @property
     def width(self) -> int:
         """Samples per node per step: the batch size, or the largest part (padded) for full batches."""
-        return self.batch_size or int(self._sizes.max())
+        return self.batch_size or self._width
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Global sample indices (N x B) and weights (N x B) for one step."""

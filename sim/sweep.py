@@ -190,12 +190,12 @@ class SweepEngine:
         return health_of_runs(finite_rows, nodes, losses, owner, loss_owner)
 
     def _memo(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-        """``build()`` cached under ``key`` for the last 64 keys: what depends only on the set of lanes in a
+        """``build()`` cached under ``key`` for the last 256 keys: what depends only on the set of lanes in a
         call (their rows, parts, mixing block, learning rates) is sent to the device once, not per step
         (on a GPU each host-to-device copy of a step's small tensor stalls the stream)."""
         if key not in self._memos:
             self._memos[key] = build()
-            if len(self._memos) > 64:
+            if len(self._memos) > 256:  # a step uses about 3 per gradient call: no rebuilds below ~80 calls
                 self._memos.popitem(last=False)
         self._memos.move_to_end(key)
         return self._memos[key]

@@ -27,18 +27,29 @@ def test_run_seconds_by_hand() -> None:
     assert run_seconds(config, with_steps) == pytest.approx(expected + 20 * 0.002)
 
 
+def test_a_sweep_pays_the_fixed_cost_of_a_step_once_per_step() -> None:
+    from paper_checks.estimate import sweep_seconds
+
+    cal = Calibration(node_step=0.01, sample=1e-4, test_size=10_000, step=0.002)
+    alone = Calibration(node_step=0.01, sample=1e-4, test_size=10_000)
+    runs = [RunConfig(steps=s, log_every=5, eval_samples=100) for s in (20, 40, 10)]
+    assert sweep_seconds(runs, cal) == pytest.approx(sum(run_seconds(c, alone) for c in runs) + 40 * 0.002)
+    assert sum(run_seconds(c, cal) for c in runs) == pytest.approx(sweep_seconds(runs, cal) + 30 * 0.002)
+    assert sweep_seconds([], cal) == 0.0
+
+
 def test_step_overhead_from_two_short_runs(monkeypatch) -> None:
-    """Runs of 2 (warm-up), 5 and 25 steps taking 1, 2 and 4 s: 2 s for 20 steps, less the node-steps the
-    longer run adds (tau1 = tau2 = 4; a run's schedule ends in local steps: 13 local steps in 25, 5 in 5,
-    so 8; 10 nodes at 5 ms): 80 ms per step; a faster clock than the node-steps allow gives 0."""
+    """Runs of 2 (warm-up), 5 and 45 steps taking 1, 2 and 4 s: 2 s for 40 steps, less the node-steps the
+    longer run adds (tau1 = tau2 = 4; a run's schedule ends in local steps: 25 local steps in 45, 5 in 5,
+    so 20; 10 nodes at 5 ms): 2.5 ms per step; a faster clock than the node-steps allow gives 0."""
     import paper_checks.estimate as est
     from sim.algorithms import local_step_count
 
-    clock, seconds = [0.0], {2: 1.0, 5: 2.0, 25: 4.0}
+    clock, seconds = [0.0], {2: 1.0, 5: 2.0, 45: 4.0}
     monkeypatch.setattr(est.time, "perf_counter", lambda: clock[0])
     monkeypatch.setattr(est, "run", lambda c: clock.__setitem__(0, clock[0] + seconds[c.steps]))
-    assert (local_step_count("dfl", 4, 4, 25), local_step_count("dfl", 4, 4, 5)) == (13, 5)
-    assert est.step_overhead(RunConfig(), node_step=0.005) == pytest.approx((2.0 - 10 * 8 * 0.005) / 20)
+    assert (local_step_count("dfl", 4, 4, 45), local_step_count("dfl", 4, 4, 5)) == (25, 5)
+    assert est.step_overhead(RunConfig(), node_step=0.005) == pytest.approx((2.0 - 10 * 20 * 0.005) / 40)
     assert est.step_overhead(RunConfig(), node_step=0.1) == 0.0
 
 
