@@ -41,6 +41,7 @@ from sim.engine import Stack
 from sim.evaluation import node_sample
 from sim.models import make_model
 from sim.runner import run
+from sim.sweep import sweep_groups
 from sim.timing import seconds_per_call
 
 __all__ = [
@@ -184,10 +185,7 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
             try:  # free)
                 planned = chk.planned(context)
-                groups: dict[str, list[RunConfig]] = {}  # one sweep per data set, model and device
-                for c in planned:
-                    groups.setdefault(_key(c), []).append(c)
-                seconds = sum(sweep_seconds(g, _calibration(out, g[0])) for g in groups.values())
+                seconds = sum(sweep_seconds(g, _calibration(out, g[0])) for g in sweep_groups(planned))
             except Exception:  # the check itself will say why it cannot run (no data, no GPU)
                 out.per_check[chk.id] = None
                 continue
@@ -202,12 +200,8 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
 
 def _calibration(out: Estimate, config: RunConfig) -> Calibration:
     """The calibration of the config's data set, model and device (measured once per estimate)."""
-    key = _key(config)
+    key = f"{config.dataset}/{config.model} on {config.device}"
     if key not in out.calibrations:
         config.validate()
         out.calibrations[key] = calibrate(config)
     return out.calibrations[key]
-
-
-def _key(config: RunConfig) -> str:
-    return f"{config.dataset}/{config.model} on {config.device}"

@@ -38,7 +38,7 @@ from paper_checks.registry import Outcome, check, combined
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
 from sim.runner import RunConfig, run
-from sim.sweep import run_sweep
+from sim.sweep import run_sweep, sweep_groups
 
 
 def _settings(quick: bool) -> dict[str, Any]:
@@ -104,11 +104,8 @@ def _cached(config: RunConfig, key: str) -> bool:
 
 def _sweep(ctx: CheckContext, configs: dict[str, dict[str, Any]]) -> None:
     """Run every configuration of a figure, every seed, that is not cached yet, as one stacked sweep
-    (:func:`sim.sweep.run_sweep`; one sweep per data set)."""
-    by_data: dict[tuple[str, str | None], list[RunConfig]] = {}
-    for config in planned_runs(ctx, configs):
-        by_data.setdefault((config.dataset, config.data_dir), []).append(config)
-    for group in by_data.values():
+    (:func:`sim.sweep.run_sweep`; one sweep per data set: :func:`sim.sweep.sweep_groups`)."""
+    for group in sweep_groups(planned_runs(ctx, configs)):
         run_sweep(group)
 
 

@@ -10,8 +10,9 @@ The baseline, the runs one after another with :func:`sim.runner.run`, is measure
 time is extrapolated per data set through the estimate's cost model
 (:func:`paper_checks.estimate.run_seconds`): the sample's measured seconds over its modelled seconds,
 times the modelled seconds of all the runs. ``every = 1`` runs every one of them alone (then nothing is
-extrapolated). Before either clock starts, one short run per data set warms the device up (CUDA
-context, cuDNN's algorithm choice) and loads the data.
+extrapolated). Before either clock starts, the calibration's short runs
+(:func:`paper_checks.estimate.calibrate`) warm the device up (CUDA context, cuDNN's algorithm choice)
+and load the data.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from paper_checks.estimate import Calibration, calibrate, run_seconds
 from paper_checks.registry import Check
 from sim.config import RunConfig
 from sim.runner import run
-from sim.sweep import run_sweep
+from sim.sweep import run_sweep, sweep_groups
 
 __all__ = ["time_sweep"]
 
@@ -58,26 +59,24 @@ def time_sweep(
             "no simulations to time: the selected checks have none, or all their runs are cached "
             "(use an --out folder without them)"
         )
-    groups: dict[tuple[str, str | None], dict[str, list[RunConfig]]] = {}
-    seen: set[str] = set()  # a run two checks share (one configuration in two figures) runs once
-    for check_id, configs in planned.items():
+    first_check: dict[str, tuple[str, RunConfig]] = {}  # a run two checks share (one configuration in two
+    for check_id, configs in planned.items():  # figures) runs once, counted with the first
         for c in configs:
-            if c.out not in seen:
-                seen.add(c.out)
-                groups.setdefault((c.dataset, c.data_dir), {}).setdefault(check_id, []).append(c)
+            first_check.setdefault(c.out, (check_id, c))
     per_data: dict[str, dict[str, Any]] = {}
     totals = [0.0, 0.0]  # sweep, one by one (unrounded)
     tell = say or (lambda line: None)
     with tempfile.TemporaryDirectory() as scratch:
-        for g, ((dataset, data_dir), by_check) in enumerate(groups.items()):
-            label = dataset if dataset not in per_data else f"{dataset} ({data_dir})"  # one per data folder
-            runs = [c for configs in by_check.values() for c in configs]
+        for g, runs in enumerate(sweep_groups([c for _, c in first_check.values()])):
+            dataset = runs[0].dataset
+            label = dataset if dataset not in per_data else f"{dataset} ({runs[0].data_dir})"  # per folder
+            by_check: dict[str, list[RunConfig]] = {}
+            for c in runs:
+                by_check.setdefault(first_check[c.out][0], []).append(c)
             sample = [c for configs in by_check.values() for c in configs[::every]]  # first included
             alone = [dataclasses.replace(c, out=str(Path(scratch) / str(g) / str(i)))
                      for i, c in enumerate(sample)]  # fmt: skip
-            warm = dataclasses.replace(runs[0], steps=2, log_every=1, out=str(Path(scratch) / f"warm-up-{g}"))
-            run(warm)
-            cal: Calibration = calibrate(runs[0])
+            cal: Calibration = calibrate(runs[0])  # its short runs also warm the device up, load the data
             start = time.perf_counter()
             for c in alone:
                 run(c)

@@ -43,7 +43,7 @@ from sim.loop import Health, RunRecorder, Single, health_of_runs
 from sim.setup import SPARSE_GOSSIP_FROM_NODES, build_trainer, prepare
 from sim.trainer import Trainer
 
-__all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "run_sweep"]
+__all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "run_sweep", "sweep_groups"]
 
 SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call: beyond, the CPU's caches overflow
 SAMPLES_PER_CALL_CUDA = 65536  # and the time per node-step grows (MNIST CNN, 2 cores: 7.0 ms at 10 or 20
@@ -263,6 +263,15 @@ def _by_batch_width(lanes: Sequence[Lane], samples_per_call: int) -> list[list[L
             chunks.append([])
         chunks[-1].append(lane)
     return [chunk for chunks in groups.values() for chunk in chunks]
+
+
+def sweep_groups(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
+    """``configs`` split into the runs that can share a sweep (one value of each of SHARED_FIELDS), in
+    order of first appearance: what ``dfl-check`` runs as one sweep each."""
+    groups: dict[tuple[Any, ...], list[RunConfig]] = {}
+    for c in configs:
+        groups.setdefault(tuple(getattr(c, name) for name in SHARED_FIELDS), []).append(c)
+    return list(groups.values())
 
 
 def check_compatible(configs: Sequence[RunConfig]) -> None:

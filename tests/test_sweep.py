@@ -232,3 +232,13 @@ def test_health_of_runs_by_hand() -> None:
     ok = health(torch.ones(3, 2), torch.tensor([0.5, 1.0, 3.0]))
     assert ok == Health(1.5, True)
     assert health(torch.ones(3, 2), None) == Health(None, True)
+
+
+def test_sweep_groups_split_by_the_shared_fields_in_order(tiny) -> None:
+    from sim.sweep import sweep_groups
+
+    a, b = RunConfig(seed=0), RunConfig(seed=1, tau2=3)
+    c = RunConfig(dataset=f"npz:{tiny}", model="logreg")
+    d = RunConfig(device="cuda")
+    assert sweep_groups([a, c, b, d]) == [[a, b], [c], [d]]
+    assert sweep_groups([]) == []

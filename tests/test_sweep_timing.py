@@ -57,8 +57,7 @@ def test_sequential_time_extrapolated_from_the_sample_through_the_cost_model(tmp
     seconds_alone = {8: 3.0, 16: 5.0, 24: 11.0}
 
     def fake_run(config: RunConfig) -> dict:
-        if config.steps > 2:  # not the warm-up
-            clock[0] += seconds_alone[config.steps]
+        clock[0] += seconds_alone[config.steps]
         return {}
 
     def fake_sweep(configs: list[RunConfig]) -> list[dict]:
