@@ -1,6 +1,6 @@
 """``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]
-[--estimate]
-[--time-sweep [--sample-every K]]``.
+[--jobs N]
+[--estimate] [--time-sweep [--sample-every K]]``.
 
 The paper's claims, checked. Before the checks start, one line on stderr estimates how long they will
 take (:mod:`paper_checks.estimate`); a progress bar follows them, weighted by that estimate.
@@ -19,6 +19,7 @@ from tqdm import tqdm
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, writable_folder
 from paper_checks.estimate import estimate
+from paper_checks.parallel import available_cores
 from paper_checks.report import run_checks, select, write_report
 from paper_checks.sweep_timing import time_sweep
 from sim.loop import atomic_write
@@ -42,6 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=available_cores(),
+        metavar="N",
+        help="processes for the checks that split their cells (Monte Carlo, exact recursions; the results "
+        "do not depend on it; default: every core this process may use, here %(default)s)",
+    )
+    parser.add_argument(
         "--estimate",
         action="store_true",
         help="print the time estimate and stop (no check runs; the calibration times a few short runs)",
@@ -57,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     quick = not args.full
+    if args.jobs < 1:
+        print(f"dfl-check: error: --jobs = {args.jobs} (expected a whole number >= 1)", file=sys.stderr)
+        return 2
     try:
         out = writable_folder(args.out, "--out")
     except InputError as exc:
@@ -64,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     try:
-        chosen, context = select(args.only, quick, out, args.cifar_dir, args.device)
+        chosen, context = select(args.only, quick, out, args.cifar_dir, args.device, args.jobs)
     except KeyError as exc:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2
@@ -93,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         bar.update(round(guess.per_check.get(r["id"]) or 0))
 
     with bar:
-        results = run_checks(args.only, quick, out, args.cifar_dir, args.device, progress=done)
+        results = run_checks(
+            args.only, quick, out, args.cifar_dir, args.device, progress=done, workers=args.jobs
+        )
     write_report(results, out, quick)
     if args.json:
         print(

@@ -6,7 +6,7 @@ run cannot leave its output folder or device behind for the next, and a test bui
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["CheckContext"]
@@ -16,9 +16,12 @@ __all__ = ["CheckContext"]
 class CheckContext:
     """``quick``: the reduced grids and runs of ``dfl-check --quick``; ``runs``: the folder of cached
     simulations; ``device``: torch device of every simulation (part of each run's cache key);
-    ``cifar_dir``: the folder holding cifar-10-batches-py, if any."""
+    ``cifar_dir``: the folder holding cifar-10-batches-py, if any; ``workers``: processes for the cells
+    of the checks that split their work (:func:`paper_checks.parallel.cell_map`; results do not depend
+    on it, so it is not part of the cache key)."""
 
     quick: bool = True
     runs: Path = Path("paper_checks_out") / "runs"
     device: str = "cpu"
     cifar_dir: str | None = None
+    workers: int = field(default=1, repr=False, compare=False)

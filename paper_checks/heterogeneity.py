@@ -33,6 +33,7 @@ from bounds.dfl import formulas as f
 from bounds.dfl.quadratic import exact_quadratic_non_iid
 from paper_checks.common import TOPOLOGIES, ten_node_matrix
 from paper_checks.context import CheckContext
+from paper_checks.parallel import cell_map
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import (
     NON_IID_REPAIR,
@@ -116,8 +117,9 @@ def _cell(
     }  # fmt: skip
 
 
-def _random_instance(rng: np.random.Generator, i: int) -> dict[str, Any]:
-    """A random connected graph (Metropolis weights), random problem, schedule and eta <= eta_max."""
+def _random_instance(rng: np.random.Generator, i: int) -> tuple[Any, ...]:
+    """The arguments of :func:`_cell` for a random connected graph (Metropolis weights), random problem,
+    schedule and eta <= eta_max."""
     n, d = int(rng.integers(3, 9)), int(rng.integers(1, 4))
     graph = nx.gnp_random_graph(n, float(rng.uniform(0.2, 0.9)), seed=int(rng.integers(2**31)))
     while not nx.is_connected(graph):
@@ -130,18 +132,19 @@ def _random_instance(rng: np.random.Generator, i: int) -> dict[str, Any]:
     eta = float(rng.uniform(0.1, 1.0)) * float(f.eta_max_non_iid(L, tau1, tau2, zeta))
     label = {"topology": f"random {i} (N = {n}, d = {d})", "eta/eta_max": None, "scale": None}
     sigma2, start = float(rng.uniform(0.0, 2.0)), float(rng.choice([0.0, 1.0]))
-    return _cell(label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start)
+    return (label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start)
 
 
 _CACHE: dict[str, list[dict[str, Any]]] = {}
 
 
-def non_iid_cells(quick: bool) -> list[dict[str, Any]]:
-    """Every exact cell of :func:`_grid` (computed once per grid and shared by the two checks)."""
+def non_iid_cells(quick: bool, workers: int = 1) -> list[dict[str, Any]]:
+    """Every exact cell of :func:`_grid` (computed once per grid and shared by the two checks), over
+    ``workers`` processes (the same rows whatever their number)."""
     grid = _grid(quick)
     key = json.dumps(grid, sort_keys=True)
     if key not in _CACHE:
-        rows = []
+        tasks = []
         for name in grid["topologies"]:
             C = NON_IID_TOPOLOGIES[name]()
             zeta = spectral_summary(C).zeta
@@ -154,10 +157,10 @@ def non_iid_cells(quick: bool) -> list[dict[str, Any]]:
                 L = float(np.linalg.eigvalsh(A).max())
                 eta = frac * float(f.eta_max_non_iid(L, tau1, tau2, zeta))
                 label = {"topology": name, "eta/eta_max": frac, "scale": scale}
-                rows.append(_cell(label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start))
+                tasks.append((label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start))
         rng = np.random.default_rng(2026)
-        rows += [_random_instance(rng, i) for i in range(grid["random"])]
-        _CACHE[key] = rows
+        tasks += [_random_instance(rng, i) for i in range(grid["random"])]
+        _CACHE[key] = cell_map(_cell, tasks, workers)
     return _CACHE[key]
 
 
@@ -186,7 +189,7 @@ def _public(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 )
 def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
     """``term(eta, L, sigma2, varsigma2, tau1, tau2, zeta)``: the claimed bound on the local-step drift."""
-    rows = [dict(r) for r in non_iid_cells(ctx.quick)]
+    rows = [dict(r) for r in non_iid_cells(ctx.quick, ctx.workers)]
     for r in rows:
         args = (r["eta"], r["L"], r["sigma2"], r["varsigma2"], r["tau1"], r["tau2"], r["cell"].zeta)
         r["bound"] = float(term(*args))
@@ -245,7 +248,7 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
     statement=NON_IID_REPAIR,
 )
 def prop1_non_iid(ctx: CheckContext, bound: Bound) -> Outcome:
-    rows = [dict(r) for r in non_iid_cells(ctx.quick)]
+    rows = [dict(r) for r in non_iid_cells(ctx.quick, ctx.workers)]
     info = judge_cells(rows, bound)
     worst = info["worst"]
     text = (

@@ -2,8 +2,9 @@
 heterogeneity-aware bound, across partitions, tau1, tau2 and topologies (zeta).
 
 Each cell is one DFL run (the paper's CNN, 10 nodes, B = 32) probed step by step by
-:func:`sim.estimates.probe_heterogeneity`: the drift ||X_t (I - J)||_F^2 / N at every step, and at a few
-local steps the constants of the bound, estimated from per-sample gradients on each node's own data:
+:func:`sim.estimates.probe_heterogeneity_runs` (all runs stacked in one sweep): the drift
+||X_t (I - J)||_F^2 / N at every step, and at a few local steps the constants of the bound, estimated
+from per-sample gradients on each node's own data:
 
 * sigma^2: the mean over nodes of the mini-batch noise v_i / B at the node's model (largest over the
   measured points), with its standard error;
@@ -36,7 +37,7 @@ from paper_checks.registry import Outcome, check
 from paper_checks.statements import exceeds, floored_ratio
 from sim.data import load_mnist
 from sim.engine import Stack
-from sim.estimates import hessian_norm, probe_heterogeneity
+from sim.estimates import HeterogeneityProbe, hessian_norm, probe_heterogeneity_runs
 from sim.models import make_model
 from sim.runner import RunConfig
 
@@ -97,20 +98,31 @@ def _initial_L(grid: dict[str, Any], device: str) -> float:
     return _hessian(grid, Stack(model).flatten(model), 0)
 
 
-def _probe(
-    ctx: CheckContext, grid: dict[str, Any], config: RunConfig, partition: str, measure_L: bool
-) -> dict:
-    """One probed run, cached in the run folders by its settings."""
-    key = json.dumps({**asdict(config), "out": None, **grid, "measure_L": measure_L}, sort_keys=True)
-    tag = f"noniid-{partition.replace(' ', '')}-{config.topology}-tau1={config.tau1}-tau2={config.tau2}"
-    folder = run_folder(ctx, tag, key)
-    config.out = str(folder)
-    return cached_json(folder / "probe.json", lambda: _measure(grid, config, measure_L))
+def _probes(
+    ctx: CheckContext, grid: dict[str, Any], cells: list[tuple[RunConfig, str, bool]]
+) -> list[dict[str, Any]]:
+    """The probed runs of ``cells`` (config, partition, whether to measure the final L), each cached in
+    its run folder by its settings; those not cached yet run as one stacked sweep
+    (:func:`sim.estimates.probe_heterogeneity_runs`), each written to its folder once measured."""
+    paths = []
+    for config, partition, measure_L in cells:
+        key = json.dumps({**asdict(config), "out": None, **grid, "measure_L": measure_L}, sort_keys=True)
+        tag = f"noniid-{partition.replace(' ', '')}-{config.topology}-tau1={config.tau1}-tau2={config.tau2}"
+        folder = run_folder(ctx, tag, key)
+        config.out = str(folder)
+        paths.append(folder / "probe.json")
+    missing = [i for i, path in enumerate(paths) if not path.is_file()]
+    if missing:
+        probes = probe_heterogeneity_runs(
+            [cells[i][0] for i in missing], samples=grid["samples"], points=grid["points"]
+        )
+        for i, probe in zip(missing, probes, strict=True):
+            cached_json(paths[i], lambda probe=probe, i=i: _measured(grid, probe, cells[i][2]))
+    return [json.loads(path.read_text()) for path in paths]
 
 
-def _measure(grid: dict[str, Any], config: RunConfig, measure_L: bool) -> dict[str, Any]:
-    """The measurements of one probed run (see :func:`_probe`)."""
-    probe = probe_heterogeneity(config, samples=grid["samples"], points=grid["points"])
+def _measured(grid: dict[str, Any], probe: HeterogeneityProbe, measure_L: bool) -> dict[str, Any]:
+    """What the check keeps of one probed run (see :func:`_probes`)."""
     return {
         "local_drift_mean": probe.local_drift_mean,
         "rounding": ROUNDING * probe.second_moment,
@@ -134,18 +146,20 @@ def non_iid_cnn_cells(ctx: CheckContext) -> tuple[list[dict[str, Any]], dict[str
         for t2 in grid["tau2"]
         for z in zetas.values()
     )
+    first = (grid["topologies"][0], grid["tau1"][0], grid["tau2"][0])  # each partition's first run: final L
+    cells = [
+        (_config(grid, partition, topology, t1, t2, eta, ctx.device), partition, (topology, t1, t2) == first)
+        for partition in grid["partitions"]
+        for topology in grid["topologies"]
+        for t1 in grid["tau1"]
+        for t2 in grid["tau2"]
+    ]
     rows, finals = [], {}
-    for partition in grid["partitions"]:
-        for topology in grid["topologies"]:
-            for tau1 in grid["tau1"]:
-                for tau2 in grid["tau2"]:
-                    first = partition not in finals
-                    config = _config(grid, partition, topology, tau1, tau2, eta, ctx.device)
-                    result = _probe(ctx, grid, config, partition, measure_L=first)
-                    if first:
-                        finals[partition] = result["final_L"]
-                    rows.append({"partition": partition, "topology": topology, "zeta": zetas[topology],
-                                 "tau1": tau1, "tau2": tau2, **result})  # fmt: skip
+    for (config, partition, measure_L), result in zip(cells, _probes(ctx, grid, cells), strict=True):
+        if measure_L:
+            finals[partition] = result["final_L"]
+        rows.append({"partition": partition, "topology": config.topology, "zeta": zetas[config.topology],
+                     "tau1": config.tau1, "tau2": config.tau2, **result})  # fmt: skip
     L = max([L0, *finals.values()])
     for r in rows:
         r["L"] = L

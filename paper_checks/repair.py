@@ -25,6 +25,7 @@ from bounds.dfl import formulas as f
 from bounds.dfl.montecarlo import TestFunction, cosine_bumps, log_cosh, logistic, quadratic, simulate_dfl
 from paper_checks.common import TOPOLOGIES
 from paper_checks.context import CheckContext
+from paper_checks.parallel import cell_map
 from paper_checks.registry import Outcome, check, combined
 from paper_checks.statements import REPAIR, Bound, Cell, ratio
 
@@ -56,26 +57,49 @@ def _judge_cell(
     seed: int,
     cells: int = 1,
 ) -> dict[str, Any]:
-    """Monte Carlo left side with a 95% interval, against ``bound`` at ``cell``.
+    """Monte Carlo left side with a 95% interval, against ``bound`` at ``cell`` (:func:`_judge`)."""
+    return _judge(fn, w1, C, cell, float(bound.rhs(cell)), bound.over == "local", noise, seed, cells)
+
+
+def _judge_cells(tasks: list[tuple[Any, ...]], bound: Bound, workers: int) -> list[dict[str, Any]]:
+    """:func:`_judge_cell` of every (fn, w1, C, cell, noise, seed, cells) task, over ``workers``
+    processes: the bound is evaluated here, the Monte Carlo in the workers."""
+    local = bound.over == "local"
+    jobs = [(fn, w1, C, cell, float(bound.rhs(cell)), local, *rest) for fn, w1, C, cell, *rest in tasks]
+    return cell_map(_judge, jobs, workers)
+
+
+def _judge(
+    fn: TestFunction,
+    w1: np.ndarray,
+    C: np.ndarray,
+    cell: Cell,
+    rhs: float,
+    local: bool,
+    noise: str,
+    seed: int,
+    cells: int = 1,
+) -> dict[str, Any]:
+    """Monte Carlo left side (its average over the local steps if ``local``, else over all steps) with a
+    95% interval, against the bound's value ``rhs`` at ``cell``.
 
     The verdict uses the interval widened for ``cells`` simultaneous tests (Bonferroni: each at
     level 0.05 / cells), so a true bound near the limit is not called violated by chance in one
     of many cells; the reported interval ``lhs_95`` is the plain 95% one.
     """
-    rhs = float(bound.rhs(cell))
     runs = 1 if cell.sigma2 == 0 else 400
     c = cell
     while True:
         mc = simulate_dfl(
             fn, C, c.tau1, c.tau2, c.K, eta=c.eta, sigma2=c.sigma2, w1=w1, runs=runs, seed=seed, noise=noise
         )
-        mean, low, high = mc.interval(local=bound.over == "local")
+        mean, low, high = mc.interval(local=local)
         half = (high - low) / 2
         if cell.sigma2 == 0 or not math.isfinite(half) or half <= PRECISION * rhs or runs >= MAX_RUNS:
             break
         runs = min(MAX_RUNS, int(runs * max(2.0, 1.2 * (half / (PRECISION * rhs)) ** 2)))
     z = float(stats.norm.ppf(1 - 0.025 / cells))
-    _, low_family, high_family = mc.interval(local=bound.over == "local", z=z)
+    _, low_family, high_family = mc.interval(local=local, z=z)
     if not (math.isfinite(low_family) and math.isfinite(high_family)):
         status = "inconclusive"  # a NaN or inf left side: no verdict from this cell
     else:
@@ -138,6 +162,7 @@ def repair_nonquadratic(ctx: CheckContext, bound: Bound) -> Outcome:
     sizes = [len(g[k]) for k in ("functions", "topologies", "tau1", "tau2", "K", "eta/eta_max", "sigma2")]
     total = int(np.prod(sizes))  # simultaneous tests, for the family-wise (Bonferroni) verdict
     problems = [(fn, w1) for fn, w1 in _problems() if fn.name in g["functions"]]
+    tasks, names = [], []
     for (fn, w1), name in itertools.product(problems, g["topologies"]):
         C = TOPOLOGIES[name]()
         z = spectral_summary(C).zeta
@@ -147,10 +172,13 @@ def repair_nonquadratic(ctx: CheckContext, bound: Bound) -> Outcome:
             eta = frac * float(eta_max(L=fn.L, tau1=tau1, tau2=tau2, zeta=z))
             cell = Cell(eta, fn.L, sigma2, C.shape[0], tau1, tau2, z, K, gap)
             seed = _seed(fn.name, name, tau1, tau2, K, frac, sigma2)
-            row = _judge_cell(fn, w1, C, cell, bound, "independent", seed, cells=total)
-            sgd_part = f.sync_sgd_term(eta, fn.L, sigma2, cell.N, K * tau1, gap)  # the repair less its drift
-            row["above_sgd_part"] = row["lhs_95"][0] > sgd_part
-            rows.append({"topology": name, **row})
+            tasks.append((fn, w1, C, cell, "independent", seed, total))
+            names.append(name)
+    judged = _judge_cells(tasks, bound, ctx.workers)
+    for name, (fn, _, _, cell, *_), row in zip(names, tasks, judged, strict=True):
+        sgd_part = f.sync_sgd_term(cell.eta, fn.L, cell.sigma2, cell.N, cell.K * cell.tau1, cell.gap)
+        row["above_sgd_part"] = row["lhs_95"][0] > sgd_part  # the repair less its drift term
+        rows.append({"topology": name, **row})
     status = combined([r["status"] for r in rows])
     worst = max(rows, key=lambda r: r["ratio"])
     counts = {s: sum(r["status"] == s for r in rows) for s in ("holds", "violated", "inconclusive")}

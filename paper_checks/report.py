@@ -57,9 +57,15 @@ def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any
 
 
 def select(
-    ids: list[str] | None, quick: bool, out: Path, cifar_dir: str | None = None, device: str = "cpu"
+    ids: list[str] | None,
+    quick: bool,
+    out: Path,
+    cifar_dir: str | None = None,
+    device: str = "cpu",
+    workers: int = 1,
 ) -> tuple[list[Check], CheckContext]:
-    """The selected checks (all by default, in registry order) and the context they run in.
+    """The selected checks (all by default, in registry order) and the context they run in (``workers``:
+    processes for the checks that split their cells, :class:`~paper_checks.context.CheckContext`).
 
     Raises KeyError naming an unknown id.
     """
@@ -68,7 +74,10 @@ def select(
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
     chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
-    return chosen, CheckContext(quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir)
+    context = CheckContext(
+        quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir, workers=workers
+    )
+    return chosen, context
 
 
 def run_checks(
@@ -78,13 +87,15 @@ def run_checks(
     cifar_dir: str | None = None,
     device: str = "cpu",
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    workers: int = 1,
 ) -> list[dict[str, Any]]:
     """Run the selected checks (all by default) in registry order.
 
     ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
-    ``progress(i, total, result)`` is called after each check.
+    ``progress(i, total, result)`` is called after each check; ``workers``: processes for the cells of
+    the checks that split them (the results do not depend on it).
     """
-    chosen, context = select(ids, quick, out, cifar_dir, device)
+    chosen, context = select(ids, quick, out, cifar_dir, device, workers)
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     results = []

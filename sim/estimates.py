@@ -21,6 +21,7 @@ checks use, each with what it does and does not guarantee:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ from sim.algorithms import ALGORITHMS, LOCAL, algorithm
 from sim.config import RunConfig
 from sim.engine import Stack
 from sim.setup import Setup, build_trainer, prepare
+from sim.sweep import build_engine
 from sim.trainer import Trainer
 
 __all__ = [
@@ -38,12 +40,14 @@ __all__ = [
     "GradientMoments",
     "HeterogeneityProbe",
     "gradient_moments",
+    "gradient_moments_of_rows",
     "hessian_norm",
     "node_gradient_norm2",
     "node_samples",
     "noise_and_heterogeneity",
     "probe_drift",
     "probe_heterogeneity",
+    "probe_heterogeneity_runs",
 ]
 
 
@@ -77,10 +81,10 @@ def hessian_norm(
     return history[-1], history
 
 
-def _per_sample_gradients(stack: Stack, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """One gradient per sample (M x d): the M samples as M one-sample 'nodes' sharing the model w."""
+def _per_sample_gradients(stack: Stack, W: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One gradient per sample (M x d): the M samples as M one-sample 'nodes', sample j at the model W[j]."""
     ones = torch.ones(len(y), 1, device=x.device)
-    G, _ = stack.gradients(w.expand(len(y), -1), x[:, None], y[:, None], ones)
+    G, _ = stack.gradients(W, x[:, None], y[:, None], ones)
     return G
 
 
@@ -108,15 +112,42 @@ def gradient_moments(
     stack: Stack, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 256
 ) -> GradientMoments:
     """Per-sample gradients of the loss at w over (x, y): their mean, variance and its standard error."""
-    if len(y) < 2:
-        raise InputError(f"{len(y)} samples cannot give a variance (expected at least 2)")
-    grads = torch.cat(
-        [_per_sample_gradients(stack, w, x[i : i + chunk], y[i : i + chunk]) for i in range(0, len(y), chunk)]
-    )
-    mean = grads.mean(0)
-    deviations = ((grads - mean) ** 2).sum(1).double()
-    m = len(y)
-    return GradientMoments(mean, float(deviations.sum() / (m - 1)), float(deviations.std() / np.sqrt(m)), m)
+    return gradient_moments_of_rows(stack, w[None], x[None], y[None], chunk)[0]
+
+
+GRADIENT_ENTRIES = 2**26
+"""The most per-sample gradient entries (samples x d) :func:`gradient_moments_of_rows` holds at once."""
+
+
+def gradient_moments_of_rows(
+    stack: Stack, W: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 256
+) -> list[GradientMoments]:
+    """:func:`gradient_moments` of every model W[i] (k x d) on its own M samples x[i], y[i] (k x M x ...):
+    the per-sample gradients of all models from stacked calls of ``chunk`` samples each (several models'
+    samples in one call), their moments read back from the device once."""
+    k, m = y.shape[:2]
+    if m < 2:
+        raise InputError(f"{m} samples cannot give a variance (expected at least 2)")
+    per_pass = max(1, GRADIENT_ENTRIES // (m * W.shape[1]))  # models whose gradients are held at once
+    means, deviations = [], []
+    for first in range(0, k, per_pass):
+        rows = W[first : first + per_pass]
+        owner = torch.arange(len(rows), device=W.device).repeat_interleave(m)
+        xs, ys = x[first : first + len(rows)].flatten(0, 1), y[first : first + len(rows)].flatten(0, 1)
+        grads = torch.cat(
+            [
+                _per_sample_gradients(stack, rows[owner[i : i + chunk]], xs[i : i + chunk], ys[i : i + chunk])
+                for i in range(0, len(ys), chunk)
+            ]
+        ).reshape(len(rows), m, -1)
+        mean = grads.mean(1)
+        means.append(mean)
+        deviations.append(((grads - mean[:, None]) ** 2).sum(2).double())
+    dev = torch.cat(deviations)
+    variance = (dev.sum(1) / (m - 1)).cpu().numpy()
+    se = (dev.std(1) / np.sqrt(m)).cpu().numpy()
+    mean = torch.cat(means)
+    return [GradientMoments(mean[i], float(variance[i]), float(se[i]), m) for i in range(k)]
 
 
 def node_gradient_norm2(
@@ -128,7 +159,8 @@ def node_gradient_norm2(
     a sample mean gradient alone overestimates ||grad F||^2 by v / M); the per-node per-sample
     variances v_i come with it, so Assumption 1.5's sigma^2 can be estimated at the same points.
     """
-    moments = [gradient_moments(stack, w, x, y) for w in X]
+    k = X.shape[0]
+    moments = gradient_moments_of_rows(stack, X, x.expand(k, *x.shape), y.expand(k, *y.shape))
     return float(sum(m.norm2 for m in moments)), np.array([m.variance for m in moments])
 
 
@@ -154,11 +186,16 @@ class DriftProbe:
         return float(np.nanmean(measured) * len(measured))
 
 
-def _probed_run(config: RunConfig, bound: str) -> tuple[Setup, Trainer]:
-    """The prepared run and trainer of a probe; only exact-gossip schedules have a drift bound."""
+def _needs_drift_bound(config: RunConfig, bound: str) -> None:
+    """Only exact-gossip schedules have a drift bound."""
     if not algorithm(config.algorithm).has_drift_bound:
         described = ", ".join(a.name for a in ALGORITHMS.values() if a.has_drift_bound)
         raise InputError(f"algorithm {config.algorithm!r} has no {bound} (expected {described})")
+
+
+def _probed_run(config: RunConfig, bound: str) -> tuple[Setup, Trainer]:
+    """The prepared run and trainer of a probe (an exact-gossip schedule)."""
+    _needs_drift_bound(config, bound)
     s = prepare(config)
     return s, build_trainer(config, s)
 
@@ -235,13 +272,15 @@ def noise_and_heterogeneity(
     (1/N)(1 - 1/N) sum_i v_i / M_i, the part their sampling noise adds (returned as the last value).
     """
     n = X.shape[0]
-    at_nodes = [gradient_moments(stack, X[i], x[own[i]], y[own[i]]) for i in range(n)]
+    index = torch.as_tensor(np.stack(own), device=x.device)  # (N, M): node i's samples
+    chunk = 4096 if X.device.type == "cuda" else 256
+    at_nodes = gradient_moments_of_rows(stack, X, x[index], y[index], chunk)
     v = np.array([m.variance for m in at_nodes])
     se = np.array([m.variance_se for m in at_nodes])
     sigma2 = float(v.mean() / batch_size) if batch_size else 0.0
     sigma2_se = float(np.sqrt((se**2).sum()) / n / batch_size) if batch_size else 0.0
     u = X.mean(0)
-    at_u = [gradient_moments(stack, u, x[own[i]], y[own[i]]) for i in range(n)]
+    at_u = gradient_moments_of_rows(stack, u.expand(n, -1), x[index], y[index], chunk)
     means = torch.stack([m.mean.double() for m in at_u])
     noise = (1 - 1 / n) * sum(m.variance / m.samples for m in at_u) / n
     return sigma2, sigma2_se, float(((means - means.mean(0)) ** 2).sum()) / n - noise, noise
@@ -255,38 +294,65 @@ def node_samples(parts: list[np.ndarray], samples: int, rng: np.random.Generator
 def probe_heterogeneity(config: RunConfig, samples: int = 64, points: int = 3) -> HeterogeneityProbe:
     """Run ``config`` (exact gossip) step by step: the drift at every step; at ``points`` local steps spread
     over the run, each node's noise v_i / B at its model and the heterogeneity at the average model."""
+    return probe_heterogeneity_runs([config], samples, points)[0]
+
+
+def probe_heterogeneity_runs(
+    configs: Sequence[RunConfig], samples: int = 64, points: int = 3
+) -> list[HeterogeneityProbe]:
+    """:func:`probe_heterogeneity` of every config, the runs stacked in one sweep
+    (:class:`~sim.sweep.SweepEngine`: one gradient call and one block-diagonal gossip per step for all
+    runs, each run's trajectory its own up to float rounding). The configs share what a sweep shares
+    (:data:`~sim.sweep.SHARED_FIELDS`); the drift of every run is read back from the device once, at
+    the end."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise InputError(f"samples = {samples!r} is out of range (expected an integer >= 2)")
-    s, trainer = _probed_run(config, "drift bound")
-    T, n = config.steps, config.nodes
-    local = trainer.kinds == LOCAL
-    local_steps = np.flatnonzero(local)
-    spread = np.linspace(0, len(local_steps) - 1, max(points, 1)).round().astype(int)
-    chosen = sorted({int(local_steps[k]) for k in spread})
-    own = node_samples(s.parts, samples, np.random.default_rng(config.seed + 7))
-    x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
-    drift = np.empty(T)
-    second_moment = 0.0
-    sigma2, sigma2_se, varsigma2, noise, states = [], [], [], [], []
-    for t in range(T):
-        X = trainer.X
-        u = X.mean(0)
-        drift[t] = float(((X - u) ** 2).sum()) / n
-        second_moment = max(second_moment, float((X**2).sum()) / n)
-        if t in chosen:
-            measured = noise_and_heterogeneity(s.stack, X, x_all, y_all, own, config.batch_size)
-            for values, value in zip((sigma2, sigma2_se, varsigma2, noise), measured, strict=True):
-                values.append(value)
-            states.append(u.clone())
-        trainer.step()
-    return HeterogeneityProbe(
-        drift,
-        local,
-        chosen,
-        np.array(sigma2),
-        np.array(sigma2_se),
-        np.array(varsigma2),
-        np.array(noise),
-        [states[0], states[-1]],
-        second_moment,
-    )
+    for config in configs:
+        _needs_drift_bound(config, "drift bound")
+    engine, setups = build_engine(configs)
+    lanes = engine.lanes
+    locals_ = [lane.trainer.kinds == LOCAL for lane in lanes]
+    chosen = []
+    for local in locals_:
+        steps = np.flatnonzero(local)
+        spread = np.linspace(0, len(steps) - 1, max(points, 1)).round().astype(int)
+        chosen.append(sorted({int(steps[k]) for k in spread}))
+    own = [
+        node_samples(s.parts, samples, np.random.default_rng(c.seed + 7))
+        for c, s in zip(configs, setups, strict=True)
+    ]
+    x_all, y_all = engine.x_train, engine.y_train
+    measured: list[list[tuple[float, float, float, float]]] = [[] for _ in lanes]
+    states: list[list[torch.Tensor]] = [[] for _ in lanes]
+    history: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []  # (lanes, drift, second moment) per step
+    active = [lane for lane in lanes if lane.t < len(lane.trainer.kinds)]
+    while active:
+        history.append(([lane.index for lane in active], *engine.spread(active)))
+        for lane in active:
+            if lane.t in chosen[lane.index]:
+                X, i = lane.X, lane.index
+                measured[i].append(
+                    noise_and_heterogeneity(setups[i].stack, X, x_all, y_all, own[i], configs[i].batch_size)
+                )
+                states[i].append(X.mean(0).clone())
+        engine.step(active)
+        active = [lane for lane in active if lane.t < len(lane.trainer.kinds)]
+    drift = [[] for _ in lanes]
+    second = [0.0 for _ in lanes]
+    if history:
+        flat_drift = torch.cat([d for _, d, _ in history]).cpu().numpy()
+        flat_second = torch.cat([m for _, _, m in history]).cpu().numpy()
+        k = 0
+        for indices, _, _ in history:
+            for i in indices:
+                drift[i].append(flat_drift[k])
+                second[i] = max(second[i], float(flat_second[k]))
+                k += 1
+    probes = []
+    for i in range(len(lanes)):
+        sigma2, sigma2_se, varsigma2, noise = (np.array(v) for v in zip(*measured[i], strict=True))
+        probes.append(HeterogeneityProbe(
+            np.array(drift[i], dtype=np.float64), locals_[i], chosen[i], sigma2, sigma2_se, varsigma2, noise,
+            [states[i][0], states[i][-1]], second[i],
+        ))  # fmt: skip
+    return probes

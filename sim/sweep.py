@@ -40,10 +40,10 @@ from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
 from sim.gossip import ExactGossip
 from sim.loop import Health, RunRecorder, Single, health_of_runs
-from sim.setup import SPARSE_GOSSIP_FROM_NODES, build_trainer, prepare
+from sim.setup import SPARSE_GOSSIP_FROM_NODES, Setup, build_trainer, prepare
 from sim.trainer import Trainer
 
-__all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "run_sweep", "sweep_groups"]
+__all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
 
 SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call: beyond, the CPU's caches overflow
 SAMPLES_PER_CALL_CUDA = 65536  # and the time per node-step grows (MNIST CNN, 2 cores: 7.0 ms at 10 or 20
@@ -189,6 +189,18 @@ class SweepEngine:
         )
         return health_of_runs(finite_rows, nodes, losses, owner, loss_owner)
 
+    def spread(self, lanes: Sequence[Lane]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each lane's drift ||X_r (I - J)||_F^2 / N_r (the left side of eq. (103) before L^2) and second
+        moment ||X_r||_F^2 / N_r, as device tensors (one pass over the lanes' rows, no device sync)."""
+        X = self.X[self._rows(lanes)]
+        key = tuple(lane.index for lane in lanes)
+        nodes = [lane.nodes for lane in lanes]
+        owner = self._memo(("owner", key), lambda: self._device(np.repeat(np.arange(len(nodes)), nodes)))
+        count = self._memo(("count", key), lambda: self._device(np.asarray(nodes)).to(X.dtype))
+        mean = X.new_zeros(len(lanes), X.shape[1]).index_add_(0, owner, X) / count[:, None]
+        per_lane = lambda rows: X.new_zeros(len(lanes)).index_add_(0, owner, rows) / count  # noqa: E731
+        return per_lane(((X - mean[owner]) ** 2).sum(1)), per_lane((X**2).sum(1))
+
     def _memo(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
         """``build()`` cached under ``key`` for the last 256 keys: what depends only on the set of lanes in a
         call (their rows, parts, mixing block, learning rates) is sent to the device once, not per step
@@ -294,14 +306,9 @@ def check_compatible(configs: Sequence[RunConfig]) -> None:
         raise InputError(f"sweep: two runs write to the same folder {same!r} (expected one folder per run)")
 
 
-def run_sweep(
-    configs: Sequence[RunConfig], progress: Callable[[int, int], None] | None = None
-) -> list[dict[str, Any]]:
-    """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
-
-    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
-    A config with ``resume`` continues from its folder's checkpoint.
-    """
+def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]]:
+    """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
+    holding configs[r] at its first step."""
     for c in configs:
         c.validate()
     check_compatible(configs)
@@ -315,6 +322,18 @@ def run_sweep(
     engine = SweepEngine(
         setups[0].stack, trainers, [s.C for s in setups], data.x_train.to(device), data.y_train.to(device)
     )
+    return engine, setups
+
+
+def run_sweep(
+    configs: Sequence[RunConfig], progress: Callable[[int, int], None] | None = None
+) -> list[dict[str, Any]]:
+    """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
+
+    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
+    A config with ``resume`` continues from its folder's checkpoint.
+    """
+    engine, setups = build_engine(configs)
     recorders = [
         RunRecorder(c, s, lane, Single()) for c, s, lane in zip(configs, setups, engine.lanes, strict=True)
     ]

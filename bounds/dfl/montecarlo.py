@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 
 from bounds._checks import InputError
 from bounds.dfl.schedule import local_step_mask
@@ -34,7 +35,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TestFunction:
-    """F: R^d -> R with its gradient (both act on the last axis), smoothness L and infimum F_inf."""
+    """F: R^d -> R with its gradient (both act on the last axis), smoothness L and infimum F_inf; picklable
+    (module-level functions and partials), so a check can hand it to worker processes."""
 
     name: str
     d: int
@@ -44,19 +46,35 @@ class TestFunction:
     grad: Callable[[np.ndarray], np.ndarray]
 
 
+def _half_square(w: np.ndarray) -> np.ndarray:
+    return 0.5 * np.sum(w * w, -1)
+
+
+def _identity(w: np.ndarray) -> np.ndarray:
+    return w
+
+
 def quadratic(d: int = 2) -> TestFunction:
     """F(w) = ||w||^2 / 2: L = 1, F_inf = 0."""
-    return TestFunction("quadratic", d, 1.0, 0.0, lambda w: 0.5 * np.sum(w * w, -1), lambda w: w)
+    return TestFunction("quadratic", d, 1.0, 0.0, _half_square, _identity)
+
+
+def _log_cosh(w: np.ndarray) -> np.ndarray:
+    a = np.abs(w)
+    return np.sum(a + np.log1p(np.exp(-2 * a)) - np.log(2.0), -1)  # overflow-free log cosh
 
 
 def log_cosh(d: int = 2) -> TestFunction:
     """F(w) = sum_k log cosh(w_k): convex, not quadratic, F'' = 1 - tanh^2 in (0, 1], so L = 1; F_inf = 0."""
+    return TestFunction("log-cosh", d, 1.0, 0.0, _log_cosh, np.tanh)
 
-    def value(w: np.ndarray) -> np.ndarray:
-        a = np.abs(w)
-        return np.sum(a + np.log1p(np.exp(-2 * a)) - np.log(2.0), -1)  # overflow-free log cosh
 
-    return TestFunction("log-cosh", d, 1.0, 0.0, value, np.tanh)
+def _bumps(w: np.ndarray, a: float) -> np.ndarray:
+    return np.sum(0.5 * w * w + a * np.cos(w), -1)
+
+
+def _bumps_grad(w: np.ndarray, a: float) -> np.ndarray:
+    return w - a * np.sin(w)
 
 
 def cosine_bumps(a: float = 3.0, d: int = 2) -> TestFunction:
@@ -65,19 +83,25 @@ def cosine_bumps(a: float = 3.0, d: int = 2) -> TestFunction:
     F_inf = d min_x (x^2/2 + a cos x), found by a bounded scalar minimisation (|x| <= a + 1 holds at
     every minimiser, since x = a sin x there).
     """
-    one = optimize.minimize_scalar(
-        lambda x: 0.5 * x * x + a * np.cos(x), bounds=(0.0, a + 1.0), method="bounded"
-    )
+    one = optimize.minimize_scalar(partial(_bumps, a=a), bounds=(0.0, a + 1.0), method="bounded")
     grid = np.linspace(0.0, a + 1.0, 20001)
     best = min(float(one.fun), float(np.min(0.5 * grid**2 + a * np.cos(grid))))
-    return TestFunction(
-        f"cosine-bumps(a={a:g})",
-        d,
-        1.0 + a,
-        d * best,
-        lambda w: np.sum(0.5 * w * w + a * np.cos(w), -1),
-        lambda w: w - a * np.sin(w),
-    )
+    value, grad = partial(_bumps, a=a), partial(_bumps_grad, a=a)
+    return TestFunction(f"cosine-bumps(a={a:g})", d, 1.0 + a, d * best, value, grad)
+
+
+def _margins(w: np.ndarray, yx: np.ndarray) -> np.ndarray:
+    """y_i x_i^T w for every row of w (any leading shape): one matrix product over all rows."""
+    return (w.reshape(-1, w.shape[-1]) @ yx.T).reshape(*w.shape[:-1], len(yx))
+
+
+def _logistic(w: np.ndarray, yx: np.ndarray) -> np.ndarray:
+    return np.mean(np.logaddexp(0.0, -_margins(w, yx)), -1)
+
+
+def _logistic_grad(w: np.ndarray, yx: np.ndarray) -> np.ndarray:
+    s = special.expit(-_margins(w, yx))  # sigmoid(-y x^T w), overflow-free
+    return -(s.reshape(-1, len(yx)) @ yx).reshape(w.shape) / len(yx)
 
 
 def logistic(samples: int = 60, features: int = 4, seed: int = 0) -> TestFunction:
@@ -92,15 +116,7 @@ def logistic(samples: int = 60, features: int = 4, seed: int = 0) -> TestFunctio
     truth = rng.normal(size=features + 1)
     y = np.where(rng.random(samples) < 1 / (1 + np.exp(-x @ truth)), 1.0, -1.0)
     y = np.where(rng.random(samples) < 0.2, -y, y)
-    yx = y[:, None] * x
-
-    def value(w: np.ndarray) -> np.ndarray:
-        return np.mean(np.logaddexp(0.0, -(w @ yx.T)), -1)
-
-    def grad(w: np.ndarray) -> np.ndarray:
-        s = 1 / (1 + np.exp(np.clip(w @ yx.T, -500, 500)))  # sigmoid(-y x^T w)
-        return -(s @ yx) / samples
-
+    value, grad = partial(_logistic, yx=y[:, None] * x), partial(_logistic_grad, yx=y[:, None] * x)
     best = optimize.minimize(value, np.zeros(features + 1), jac=grad, method="BFGS", options={"gtol": 1e-12})
     L = float(np.linalg.eigvalsh(x.T @ x)[-1]) / (4 * samples)
     return TestFunction("logistic", features + 1, L, float(best.fun), value, grad)
