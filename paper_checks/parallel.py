@@ -18,6 +18,9 @@ from typing import Any, TypeVar
 __all__ = ["available_cores", "cell_map"]
 
 R = TypeVar("R")
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The workers' environment: ``workers`` processes of one BLAS/OpenMP thread each (the default, a thread per
+core in every process, would run workers x cores threads on the cores)."""
 
 
 def available_cores() -> int:
@@ -36,5 +39,16 @@ def cell_map(fn: Callable[..., R], tasks: Sequence[tuple[Any, ...]], workers: in
         return [fn(*task) for task in tasks]
     chunk = max(1, len(tasks) // (8 * workers))  # a few chunks per worker: the cells' costs differ widely
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(fn, *zip(*tasks, strict=True), chunksize=chunk))
+    saved = {name: os.environ.get(name) for name in ONE_THREAD}
+    os.environ.update(
+        ONE_THREAD
+    )  # inherited by the workers, created below: one thread each, no oversubscription
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            return list(pool.map(fn, *zip(*tasks, strict=True), chunksize=chunk))
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

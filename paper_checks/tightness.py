@@ -21,6 +21,7 @@ from bounds import dfl_bound
 from bounds.graph.mixing import topology_matrix
 from bounds.graph.spectral import zeta
 from paper_checks.context import CheckContext
+from paper_checks.parallel import cell_map
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import NON_IID_REPAIR, PROPOSITION_1, Bound, Cell
 
@@ -56,24 +57,30 @@ def _cells(quick: bool) -> list[tuple[str, Any, Cell]]:
 _MEMO: dict[tuple[Any, ...], dict[str, float]] = {}
 
 
+def _solve_all(cells: list[tuple[str, Any, Cell]], workers: int) -> list[dict[str, float]]:
+    """:func:`_solve` of every (topology, C, cell), memoised; those not solved yet over ``workers``
+    processes (the SDPs are independent)."""
+    missing = [(top, C, c) for top, C, c in cells if (top, c) not in _MEMO]
+    for (top, _, c), row in zip(missing, cell_map(_solve, missing, workers), strict=True):
+        _MEMO[(top, c)] = row
+    return [_MEMO[(top, c)] for top, _, c in cells]
+
+
 def _solve(top: str, C: Any, c: Cell) -> dict[str, float]:
-    """PEP worst cases (both left sides) and the quadratic instances of one cell (memoised)."""
+    """PEP worst cases (both left sides) and the quadratic instances of one cell."""
     from bounds.pep import dfl_worst_case, quadratic_lower_bound
 
-    key = (top, c)
-    if key not in _MEMO:
-        row: dict[str, float] = {}
-        for over in ("local", "all"):
-            schedule = {"tau1": c.tau1, "tau2": c.tau2, "rounds": c.K, "eta": c.eta, "L": c.L, "gap": c.gap}
-            r = dfl_worst_case(C, heterogeneity=c.varsigma2, metric=over, **schedule)
-            lower, _ = quadratic_lower_bound(metric=over, **schedule)
-            row |= {f"pep_{over}": r.worst_case if r.success else float("nan"),
-                    f"status_{over}": r.solver_status, f"seconds_{over}": r.seconds,
-                    f"lower_{over}": lower}  # fmt: skip
-            if r.success:
-                row[f"witness_gap_{over}"] = abs(r.witness["lhs_recomputed"] - r.worst_case)
-        _MEMO[key] = row
-    return _MEMO[key]
+    row: dict[str, float] = {}
+    for over in ("local", "all"):
+        schedule = {"tau1": c.tau1, "tau2": c.tau2, "rounds": c.K, "eta": c.eta, "L": c.L, "gap": c.gap}
+        r = dfl_worst_case(C, heterogeneity=c.varsigma2, metric=over, **schedule)
+        lower, _ = quadratic_lower_bound(metric=over, **schedule)
+        row |= {f"pep_{over}": r.worst_case if r.success else float("nan"),
+                f"status_{over}": r.solver_status, f"seconds_{over}": r.seconds,
+                f"lower_{over}": lower}  # fmt: skip
+        if r.success:
+            row[f"witness_gap_{over}"] = abs(r.witness["lhs_recomputed"] - r.worst_case)
+    return row
 
 
 @check(
@@ -89,8 +96,8 @@ def _solve(top: str, C: Any, c: Cell) -> dict[str, float]:
 def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
     """``bound``: the statement (its ``over`` names the left side it bounds)."""
     rows = []
-    for top, C, c in _cells(ctx.quick):
-        solved = _solve(top, C, c)
+    cells = _cells(ctx.quick)
+    for (top, _, c), solved in zip(cells, _solve_all(cells, ctx.workers), strict=True):
         rhs, paper = float(bound.rhs(c)), float(PROPOSITION_1.rhs(c))
         paper_ok = bool(
             dfl_bound(

@@ -273,14 +273,13 @@ def noise_and_heterogeneity(
     """
     n = X.shape[0]
     index = torch.as_tensor(np.stack(own), device=x.device)  # (N, M): node i's samples
-    chunk = 4096 if X.device.type == "cuda" else 256
-    at_nodes = gradient_moments_of_rows(stack, X, x[index], y[index], chunk)
+    at_nodes = gradient_moments_of_rows(stack, X, x[index], y[index])
     v = np.array([m.variance for m in at_nodes])
     se = np.array([m.variance_se for m in at_nodes])
     sigma2 = float(v.mean() / batch_size) if batch_size else 0.0
     sigma2_se = float(np.sqrt((se**2).sum()) / n / batch_size) if batch_size else 0.0
     u = X.mean(0)
-    at_u = gradient_moments_of_rows(stack, u.expand(n, -1), x[index], y[index], chunk)
+    at_u = gradient_moments_of_rows(stack, u.expand(n, -1), x[index], y[index])
     means = torch.stack([m.mean.double() for m in at_u])
     noise = (1 - 1 / n) * sum(m.variance / m.samples for m in at_u) / n
     return sigma2, sigma2_se, float(((means - means.mean(0)) ** 2).sum()) / n - noise, noise

@@ -99,3 +99,22 @@ def test_probed_runs_in_one_sweep_match_each_run_alone(tiny, tmp_path) -> None:
 def test_dfl_check_rejects_zero_jobs(capsys) -> None:
     assert main(["--only", "zeta-values", "--jobs", "0"]) == 2
     assert "--jobs = 0 (expected a whole number >= 1)" in capsys.readouterr().err
+
+
+def test_tightness_solves_its_cells_in_worker_processes(monkeypatch) -> None:
+    """The PEP cells of `tightness` solved in 2 processes: the same worst cases (the solver is
+    deterministic), the same verdict, as in this process."""
+    pytest.importorskip("PEPit")
+    from paper_checks import tightness
+    from paper_checks.statements import NON_IID_REPAIR
+
+    pep = {"N": [2], "topologies": ["complete", "path"], "tau1": [1, 2], "tau2": [1], "K": [1],
+           "varsigma2": [0.5], "L": 1.0, "gap": 1.0}  # fmt: skip
+    monkeypatch.setattr(tightness, "_grid", lambda quick: pep)
+    outcomes = []
+    for workers in (1, 2):
+        monkeypatch.setattr(tightness, "_MEMO", {})
+        outcomes.append(tightness.tightness(CheckContext(workers=workers), NON_IID_REPAIR))
+    drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]  # noqa: E731
+    assert drop(outcomes[0].evidence["table"]) == drop(outcomes[1].evidence["table"])
+    assert outcomes[0].status == outcomes[1].status and len(outcomes[0].evidence["table"]) == 4
