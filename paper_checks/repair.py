@@ -47,22 +47,8 @@ def _seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
 
 
-def _judge_cell(
-    fn: TestFunction,
-    w1: np.ndarray,
-    C: np.ndarray,
-    cell: Cell,
-    bound: Bound,
-    noise: str,
-    seed: int,
-    cells: int = 1,
-) -> dict[str, Any]:
-    """Monte Carlo left side with a 95% interval, against ``bound`` at ``cell`` (:func:`_judge`)."""
-    return _judge(fn, w1, C, cell, float(bound.rhs(cell)), bound.over == "local", noise, seed, cells)
-
-
 def _judge_cells(tasks: list[tuple[Any, ...]], bound: Bound, workers: int) -> list[dict[str, Any]]:
-    """:func:`_judge_cell` of every (fn, w1, C, cell, noise, seed, cells) task, over ``workers``
+    """:func:`_judge` of every (fn, w1, C, cell, noise, seed, cells) task against ``bound``, over ``workers``
     processes: the bound is evaluated here, the Monte Carlo in the workers."""
     local = bound.over == "local"
     jobs = [(fn, w1, C, cell, float(bound.rhs(cell)), local, *rest) for fn, w1, C, cell, *rest in tasks]
@@ -212,7 +198,7 @@ def repair_nonquadratic(ctx: CheckContext, bound: Bound) -> Outcome:
     statement=REPAIR,
 )
 def repair_correlated_noise(ctx: CheckContext, bound: Bound) -> Outcome:
-    rows, cells = [], []
+    cells, names = [], []
     for fn, start, (name, build), tau1 in itertools.product(
         [quadratic(2), log_cosh(2)], [0.0, 2.0], [("J", None), ("ring", TOPOLOGIES["ring"])], [1, 2]
     ):
@@ -221,13 +207,17 @@ def repair_correlated_noise(ctx: CheckContext, bound: Bound) -> Outcome:
         w1 = np.full(fn.d, start / np.sqrt(fn.d))
         eta = float(eta_max(L=fn.L, tau1=tau1, tau2=1, zeta=z))
         cell = Cell(eta, fn.L, 1.0, 10, tau1, 1, z, 20, float(fn.value(w1)) - fn.F_inf)
-        row = _judge_cell(fn, w1, C, cell, bound, "common", _seed(fn.name, name, start, tau1), cells=16)
-        rows.append({"topology": name, **row})
-        cells.append((fn, w1, C, cell))
+        cells.append((fn, w1, C, cell, "common", _seed(fn.name, name, start, tau1), 16))
+        names.append(name)
+    rows = [
+        {"topology": name, **row}
+        for name, row in zip(names, _judge_cells(cells, bound, ctx.workers), strict=True)
+    ]
     status = combined([r["status"] for r in rows])
     worst = max(rows, key=lambda r: r["ratio"])
     bad = sum(r["status"] == "violated" for r in rows)
-    independent = _judge_cell(*cells[0], bound, "independent", 99)  # the first cell, noises independent
+    first = cells[0][:4]  # the first cell (fn, w1, C, cell) again, the nodes' noises independent
+    (independent,) = _judge_cells([(*first, "independent", 99)], bound, 1)
     return Outcome(
         status,
         f"{bound.name} with common noise: {bad} of {len(rows)} cells violated; worst {_describe(worst)}. The "
