@@ -103,7 +103,8 @@ def _probes(
 ) -> list[dict[str, Any]]:
     """The probed runs of ``cells`` (config, partition, whether to measure the final L), each cached in
     its run folder by its settings; those not cached yet run as one stacked sweep
-    (:func:`sim.estimates.probe_heterogeneity_runs`), each written to its folder once measured."""
+    (:func:`sim.estimates.probe_heterogeneity_runs`), each written to its folder when the sweep ends (a
+    sweep stopped midway keeps none of its runs)."""
     paths = []
     for config, partition, measure_L in cells:
         key = json.dumps({**asdict(config), "out": None, **grid, "measure_L": measure_L}, sort_keys=True)

@@ -40,9 +40,8 @@ def cell_map(fn: Callable[..., R], tasks: Sequence[tuple[Any, ...]], workers: in
     chunk = max(1, len(tasks) // (8 * workers))  # a few chunks per worker: the cells' costs differ widely
     context = multiprocessing.get_context("spawn")
     saved = {name: os.environ.get(name) for name in ONE_THREAD}
-    os.environ.update(
-        ONE_THREAD
-    )  # inherited by the workers, created below: one thread each, no oversubscription
+    # inherited by the workers, created below: one thread each, no oversubscription
+    os.environ.update(ONE_THREAD)
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             return list(pool.map(fn, *zip(*tasks, strict=True), chunksize=chunk))

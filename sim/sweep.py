@@ -184,25 +184,32 @@ class SweepEngine:
         nodes = [lane.nodes for lane in lanes]
         has = tuple(loss is not None for loss in losses)
         key = tuple(lane.index for lane in lanes)
-        owner = self._memo(("owner", key), lambda: self._device(np.repeat(np.arange(len(nodes)), nodes)))
         with_loss = np.flatnonzero(has)
         loss_owner = self._memo(
             ("loss owner", key, has),
             lambda: self._device(np.repeat(with_loss, np.asarray(nodes, dtype=np.int64)[with_loss])),
         )
-        return health_of_runs(finite_rows, nodes, losses, owner, loss_owner)
+        return health_of_runs(finite_rows, nodes, losses, self._owner(lanes), loss_owner)
 
     def spread(self, lanes: Sequence[Lane]) -> tuple[torch.Tensor, torch.Tensor]:
         """Each lane's drift ||X_r (I - J)||_F^2 / N_r (the left side of eq. (103) before L^2) and second
         moment ||X_r||_F^2 / N_r, as device tensors (one pass over the lanes' rows, no device sync)."""
         X = self.X[self._rows(lanes)]
-        key = tuple(lane.index for lane in lanes)
         nodes = [lane.nodes for lane in lanes]
-        owner = self._memo(("owner", key), lambda: self._device(np.repeat(np.arange(len(nodes)), nodes)))
-        count = self._memo(("count", key), lambda: self._device(np.asarray(nodes)).to(X.dtype))
+        owner = self._owner(lanes)
+        count = self._memo(
+            ("count", tuple(lane.index for lane in lanes)),
+            lambda: self._device(np.asarray(nodes)).to(X.dtype),
+        )
         mean = X.new_zeros(len(lanes), X.shape[1]).index_add_(0, owner, X) / count[:, None]
         per_lane = lambda rows: X.new_zeros(len(lanes)).index_add_(0, owner, rows) / count  # noqa: E731
         return per_lane(((X - mean[owner]) ** 2).sum(1)), per_lane((X**2).sum(1))
+
+    def _owner(self, lanes: Sequence[Lane]) -> torch.Tensor:
+        """Each row of ``lanes`` (in order) its lane's position k in ``lanes``, on the device (memoised)."""
+        nodes = [lane.nodes for lane in lanes]
+        build = lambda: self._device(np.repeat(np.arange(len(nodes)), nodes))  # noqa: E731
+        return self._memo(("owner", tuple(lane.index for lane in lanes)), build)
 
     def _memo(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
         """``build()`` cached under ``key`` for the last 256 keys: what depends only on the set of lanes in a
