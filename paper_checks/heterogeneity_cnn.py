@@ -103,8 +103,8 @@ def _probes(
 ) -> list[dict[str, Any]]:
     """The probed runs of ``cells`` (config, partition, whether to measure the final L), each cached in
     its run folder by its settings; those not cached yet run as one stacked sweep
-    (:func:`sim.estimates.probe_heterogeneity_runs`), each written to its folder when the sweep ends (a
-    sweep stopped midway keeps none of its runs)."""
+    (:func:`sim.estimates.probe_heterogeneity_runs`), each written to its folder as soon as its run ends
+    (a sweep stopped midway keeps the runs already ended)."""
     paths = []
     for config, partition, measure_L in cells:
         key = json.dumps({**asdict(config), "out": None, **grid, "measure_L": measure_L}, sort_keys=True)
@@ -113,12 +113,15 @@ def _probes(
         config.out = str(folder)
         paths.append(folder / "probe.json")
     missing = [i for i, path in enumerate(paths) if not path.is_file()]
+
+    def save(r: int, probe: HeterogeneityProbe) -> None:  # r: the position in ``missing``
+        i = missing[r]
+        paths[i].parent.mkdir(parents=True, exist_ok=True)
+        cached_json(paths[i], lambda: _measured(grid, probe, cells[i][2]))
+
     if missing:
-        probes = probe_heterogeneity_runs(
-            [cells[i][0] for i in missing], samples=grid["samples"], points=grid["points"]
-        )
-        for i, probe in zip(missing, probes, strict=True):
-            cached_json(paths[i], lambda probe=probe, i=i: _measured(grid, probe, cells[i][2]))
+        configs = [cells[i][0] for i in missing]
+        probe_heterogeneity_runs(configs, samples=grid["samples"], points=grid["points"], done=save)
     return [json.loads(path.read_text()) for path in paths]
 
 

@@ -21,7 +21,7 @@ checks use, each with what it does and does not guarantee:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -297,13 +297,17 @@ def probe_heterogeneity(config: RunConfig, samples: int = 64, points: int = 3) -
 
 
 def probe_heterogeneity_runs(
-    configs: Sequence[RunConfig], samples: int = 64, points: int = 3
+    configs: Sequence[RunConfig],
+    samples: int = 64,
+    points: int = 3,
+    done: Callable[[int, HeterogeneityProbe], None] | None = None,
 ) -> list[HeterogeneityProbe]:
     """:func:`probe_heterogeneity` of every config, the runs stacked in one sweep
     (:class:`~sim.sweep.SweepEngine`: one gradient call and one block-diagonal gossip per step for all
     runs, each run's trajectory its own up to float rounding). The configs share what a sweep shares
-    (:data:`~sim.sweep.SHARED_FIELDS`); the drift of every run is read back from the device once, at
-    the end."""
+    (:data:`~sim.sweep.SHARED_FIELDS`). Each run's drift stays on the device until the run ends; then
+    ``done(r, probe)`` is called with configs[r]'s probe (a caller saves it there, so a sweep stopped
+    midway keeps the runs already ended)."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise InputError(f"samples = {samples!r} is out of range (expected an integer >= 2)")
     for config in configs:
@@ -323,10 +327,25 @@ def probe_heterogeneity_runs(
     x_all, y_all = engine.x_train, engine.y_train
     measured: list[list[tuple[float, float, float, float]]] = [[] for _ in lanes]
     states: list[list[torch.Tensor]] = [[] for _ in lanes]
-    history: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []  # (lanes, drift, second moment) per step
-    active = [lane for lane in lanes if lane.t < len(lane.trainer.kinds)]
+    length = [len(lane.trainer.kinds) for lane in lanes]
+    drift = torch.zeros(len(lanes), max(length, default=0), dtype=torch.float64, device=engine.X.device)
+    second = torch.zeros_like(drift)  # both filled step by step on the device, read back once per run
+    probes: list[HeterogeneityProbe | None] = [None] * len(lanes)
+
+    def finish(i: int) -> None:
+        sigma2, sigma2_se, varsigma2, noise = (np.array(v) for v in zip(*measured[i], strict=True))
+        probes[i] = HeterogeneityProbe(
+            drift[i, : length[i]].cpu().numpy(), locals_[i], chosen[i], sigma2, sigma2_se, varsigma2, noise,
+            [states[i][0], states[i][-1]], float(second[i, : length[i]].max()),
+        )  # fmt: skip
+        if done:
+            done(i, probes[i])
+
+    active = [lane for lane in lanes if lane.t < length[lane.index]]
+    index = torch.tensor([lane.index for lane in active], device=drift.device)  # sent again when runs end
     while active:
-        history.append(([lane.index for lane in active], *engine.spread(active)))
+        t = active[0].t  # every run starts at 0 and steps together
+        drift[index, t], second[index, t] = (v.double() for v in engine.spread(active))
         for lane in active:
             if lane.t in chosen[lane.index]:
                 X, i = lane.X, lane.index
@@ -335,23 +354,10 @@ def probe_heterogeneity_runs(
                 )
                 states[i].append(X.mean(0).clone())
         engine.step(active)
-        active = [lane for lane in active if lane.t < len(lane.trainer.kinds)]
-    drift = [[] for _ in lanes]
-    second = [0.0 for _ in lanes]
-    if history:
-        flat_drift = torch.cat([d for _, d, _ in history]).cpu().numpy()
-        flat_second = torch.cat([m for _, _, m in history]).cpu().numpy()
-        k = 0
-        for indices, _, _ in history:
-            for i in indices:
-                drift[i].append(flat_drift[k])
-                second[i] = max(second[i], float(flat_second[k]))
-                k += 1
-    probes = []
-    for i in range(len(lanes)):
-        sigma2, sigma2_se, varsigma2, noise = (np.array(v) for v in zip(*measured[i], strict=True))
-        probes.append(HeterogeneityProbe(
-            np.array(drift[i], dtype=np.float64), locals_[i], chosen[i], sigma2, sigma2_se, varsigma2, noise,
-            [states[i][0], states[i][-1]], second[i],
-        ))  # fmt: skip
-    return probes
+        ended = [lane for lane in active if lane.t == length[lane.index]]
+        for lane in ended:
+            finish(lane.index)
+        if ended:
+            active = [lane for lane in active if lane.t < length[lane.index]]
+            index = torch.tensor([lane.index for lane in active], device=drift.device)
+    return probes  # type: ignore[return-value]  # every run has a step (RunConfig.validate), so ended

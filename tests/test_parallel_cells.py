@@ -83,7 +83,11 @@ def test_probed_runs_in_one_sweep_match_each_run_alone(tiny, tmp_path) -> None:
             [(3, 9, 2, 1, "shards", 0), (6, 14, 1, 3, "iid", 1), (4, 5, 3, 2, "dirichlet", 2)]
         )
     ]  # fmt: skip
-    stacked = probe_heterogeneity_runs(configs, samples=16, points=2)
+    ended: list[tuple[int, int]] = []
+    stacked = probe_heterogeneity_runs(
+        configs, samples=16, points=2, done=lambda r, p: ended.append((r, len(p.drift)))
+    )
+    assert ended == [(2, 5), (0, 9), (1, 14)]  # each run handed over as it ends, shortest first
     for config, probe in zip(configs, stacked, strict=True):
         alone = probe_heterogeneity(RunConfig(**{**config.__dict__, "out": config.out + "-alone"}), 16, 2)
         assert len(probe.drift) == config.steps and probe.drift[0] == 0.0 and probe.drift.max() > 0
@@ -118,3 +122,29 @@ def test_tightness_solves_its_cells_in_worker_processes(monkeypatch) -> None:
     drop = lambda table: [{k: v for k, v in r.items() if k != "seconds"} for r in table]  # noqa: E731
     assert drop(outcomes[0].evidence["table"]) == drop(outcomes[1].evidence["table"])
     assert outcomes[0].status == outcomes[1].status and len(outcomes[0].evidence["table"]) == 4
+
+
+def test_a_stopped_probe_sweep_keeps_the_runs_already_ended(tmp_path, monkeypatch) -> None:
+    """drift-non-iid-cnn saves each probed run as its run ends: a sweep that fails after the first run
+    ended leaves that run's probe.json, and the next call simulates only the others."""
+    from paper_checks import heterogeneity_cnn as h
+    from sim.estimates import HeterogeneityProbe
+
+    probe = HeterogeneityProbe(np.zeros(3), np.array([True, False, True]), [0, 2], *[np.ones(1)] * 4,
+                               [torch.zeros(2), torch.zeros(2)], 1.0)  # fmt: skip
+    calls: list[int] = []
+
+    def failing(configs, samples, points, done):
+        calls.append(len(configs))
+        done(0, probe)
+        raise RuntimeError("the device stopped")
+
+    monkeypatch.setattr(h, "probe_heterogeneity_runs", failing)
+    grid = h._cnn_grid(True)
+    cells = [(h._config(grid, "iid", "ring", t1, 1, 0.01, "cpu"), "iid", False) for t1 in (1, 4)]
+    ctx = CheckContext(runs=tmp_path)
+    with pytest.raises(RuntimeError, match="stopped"):
+        h._probes(ctx, grid, cells)
+    with pytest.raises(RuntimeError, match="stopped"):
+        h._probes(ctx, grid, cells)
+    assert calls == [2, 1]  # the first run was kept; only the second is simulated again
