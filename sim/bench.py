@@ -6,7 +6,9 @@ on the pixels):
 * node-steps per second of the vectorised engine and of the reference loop (one
   ``nn.Module`` + SGD per node), and their ratio (target >= 5 at N = 10, B = 32);
 * the vectorised step time for N nodes x batch B over one model's step on one batch of
-  N * B (the same arithmetic: the practical limit; target <= 1.3);
+  N * B (the same arithmetic: the practical limit; target <= 1.3), that batch in the faster of the
+  NCHW and channels-last layouts; the stacked step in both layouts (``step_channels_last_over_nchw``:
+  whether the device's default layout, :data:`sim.models.CHANNELS_LAST_DEVICES`, is the right one);
 * node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
   CUDA device the peak memory allocated on it;
 * the time of one gossip step X <- C X as N grows (dense and sparse C, and shifted adds for the
@@ -50,7 +52,7 @@ from bounds.graph.topologies import ring
 from sim.algorithms import local_step_count, sparse_mixing
 from sim.engine import Stack
 from sim.gossip import CirculantMixing
-from sim.models import MnistCNN
+from sim.models import MnistCNN, channels_last_default
 from sim.timing import seconds_per_call as _time
 
 __all__ = ["distributed_benchmark", "gossip_benchmark", "resolve_device", "run_benchmarks"]
@@ -288,6 +290,10 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     X = stack.flatten(model).repeat(n, 1)
     x, y = torch.randn(n, b, 1, 28, 28, device=dev), torch.randint(0, 10, (n, b), device=dev)
     vectorised = _time(_engine_step(stack, X, x, y), repeats, dev)
+    layouts = {  # the stacked CNN's two memory layouts, timed in the same run (the default is one of them)
+        name: _time(_engine_step(Stack(model, channels_last=cl), X, x, y), repeats, dev)
+        for name, cl in (("nchw", False), ("channels_last", True))
+    }
     models = [copy.deepcopy(model) for _ in range(n)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]
 
@@ -301,12 +307,19 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     big_opt = torch.optim.SGD(model.parameters(), lr=0.01)
     xb, yb = x.reshape(n * b, 1, 28, 28), y.reshape(-1)
 
-    def big() -> None:
-        big_opt.zero_grad()
-        F.cross_entropy(model(xb), yb).backward()
-        big_opt.step()
+    def big(xb: torch.Tensor) -> Callable[[], None]:
+        def step() -> None:
+            big_opt.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            big_opt.step()
 
-    single = _time(big, repeats, dev)
+        return step
+
+    big_layouts = {  # the limit: one model's step on N * B samples in the faster of the two layouts
+        "nchw": _time(big(xb), repeats, dev),
+        "channels_last": _time(big(xb.contiguous(memory_format=torch.channels_last)), repeats, dev),
+    }
+    single = min(big_layouts.values())
     flops = step_flops(model, x, y)
     peak = matmul_flops_per_s(sizes.matmul, repeats, dev)
     out[f"N{n}_B{b}"] = {
@@ -314,12 +327,16 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         "reference_node_steps_per_s": round(n / reference, 1),
         "speedup_vs_reference": round(reference / vectorised, 2),
         "step_time_over_single_big_batch": round(vectorised / single, 3),
+        "default_layout": "channels_last" if channels_last_default(x) else "nchw",
+        "step_ms_by_layout": {k: round(v * 1e3, 2) for k, v in layouts.items()},
+        "big_batch_ms_by_layout": {k: round(v * 1e3, 2) for k, v in big_layouts.items()},
         "step_gflop": round(flops / 1e9, 4),
         "step_gflop_per_s": round(flops / vectorised / 1e9, 2),
     }
     out[f"matmul_{sizes.matmul}_gflop_per_s"] = round(peak / 1e9, 1)
     out["step_over_big_batch"] = out[f"N{n}_B{b}"]["step_time_over_single_big_batch"]
     out["step_over_reference_loop"] = round(vectorised / reference, 3)
+    out["step_channels_last_over_nchw"] = round(layouts["channels_last"] / layouts["nchw"], 3)
     out["step_fraction_of_peak"] = round(flops / vectorised / peak, 3)
     for nodes in sizes.scaling_nodes:
         X = stack.flatten(model).repeat(nodes, 1)

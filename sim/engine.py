@@ -23,8 +23,11 @@ __all__ = ["BatchSampler", "Stack"]
 class Stack:
     """Flattening between a module's parameters and rows of X, and batched losses/gradients."""
 
-    def __init__(self, module: nn.Module) -> None:
+    def __init__(self, module: nn.Module, channels_last: bool | None = None) -> None:
+        """``channels_last``: the memory layout of the stacked CNNs' activations (None: the device's default,
+        :func:`sim.models.channels_last_default`; the gradients are the same up to float rounding)."""
         self.module = module
+        self.channels_last = channels_last
         named = list(module.named_parameters())
         self.names = [n for n, _ in named]
         self.shapes = [tuple(p.shape) for _, p in named]
@@ -62,7 +65,7 @@ class Stack:
             return self.gradients_vmap(X, x, y, w)
         with torch.enable_grad():
             Xg = X.detach().requires_grad_(True)
-            logits = stacked(self.unflatten(Xg), x)
+            logits = stacked(self.unflatten(Xg), x, self.channels_last)
             losses = _node_losses(self.module, logits, y, w)
             (G,) = torch.autograd.grad(losses.sum(), Xg)
         return G, losses.detach()

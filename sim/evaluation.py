@@ -153,7 +153,7 @@ def _losses_and_accuracies(
         for start in range(0, size, chunk):
             x = torch.stack([inputs[i][0][start : start + chunk] for i in members])
             y = torch.stack([inputs[i][1][start : start + chunk] for i in members])
-            logits = stacked(params, x)
+            logits = stacked(params, x, stack.channels_last)
             c = y.shape[1]
             per_sample = loss_fn(stack.module, logits.reshape(m * c, -1), y.reshape(-1), reduce=False)
             loss_sum += per_sample.reshape(m, c).double().sum(1)

@@ -20,7 +20,16 @@ from torch.nn import functional as F
 
 from bounds import InputError
 
-__all__ = ["MODELS", "CifarCNN", "LeastSquares", "LogReg", "MnistCNN", "make_model"]
+__all__ = [
+    "CHANNELS_LAST_DEVICES",
+    "MODELS",
+    "CifarCNN",
+    "LeastSquares",
+    "LogReg",
+    "MnistCNN",
+    "channels_last_default",
+    "make_model",
+]
 
 
 def _grouped_conv(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, **kw: int) -> torch.Tensor:
@@ -34,14 +43,37 @@ def _stacked_linear(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -
     return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
 
 
-def _to_groups(x: torch.Tensor) -> torch.Tensor:
-    """(N, B, C, H, W) -> (B, N * C, H, W), the layout of a grouped convolution."""
+CHANNELS_LAST_DEVICES = frozenset({"cpu"})
+"""Device types on which the stacked CNNs run channels-last (NHWC) by default (:func:`channels_last_default`).
+On the CPU oneDNN's grouped convolutions and above all its max-pooling are faster in that layout: the
+stacked MNIST CNN step, forward + backward, 10 nodes x 32 samples, 65-70 ms against 70-90 ms in NCHW
+on 2 cores; 20 nodes 106-140 against 118-166 ms; CIFAR-10 CNN, 10 nodes, 417 against 459-509 ms
+(2026-11-26, torch 2.13, several runs of one script: this machine's timings vary by 10-20%); a
+max-pool of (32, 160, 28, 28) alone 1.7 ms against 16 ms. Per-sample gradients (B = 1, 256 nodes) were
+not faster (0.8-1.0x), so they stay NCHW. On CUDA the default stays NCHW until cuDNN's channels-last
+grouped kernels are measured there (``dfl-sim bench`` times both layouts on its device). The layout
+changes only the order of float sums (the same gradients up to rounding, tested)."""
+
+
+def channels_last_default(x: torch.Tensor) -> bool:
+    """Whether the stacked CNNs lay out inputs x (N, B, C, H, W) channels-last when the caller does not
+    choose: on the devices of CHANNELS_LAST_DEVICES, for mini-batches of more than one sample."""
+    return x.device.type in CHANNELS_LAST_DEVICES and x.shape[1] > 1
+
+
+def _to_groups(x: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
+    """(N, B, C, H, W) -> (B, N * C, H, W), the layout of a grouped convolution; channels-last in memory
+    if ``channels_last`` (None: :func:`channels_last_default`), which the convolutions, ReLUs and
+    poolings then keep."""
     n, b = x.shape[:2]
-    return x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
+    h = x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
+    if channels_last is None:
+        channels_last = channels_last_default(x)
+    return h.contiguous(memory_format=torch.channels_last) if channels_last else h
 
 
 def _from_groups(h: torch.Tensor, n: int) -> torch.Tensor:
-    """(B, N * C, H, W) -> (N, B, C * H * W)."""
+    """(B, N * C, H, W) -> (N, B, C * H * W) (C, H, W flattened in that order whatever h's memory layout)."""
     b = h.shape[0]
     return h.reshape(b, n, -1).transpose(0, 1)
 
@@ -61,12 +93,14 @@ class MnistCNN(nn.Module):
         return self.fc(x.flatten(1))
 
     @staticmethod
-    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        """All N nodes at once: p[name] is (N, *shape), x (N, B, 1, 28, 28) -> logits (N, B, classes)."""
+    def forward_stacked(
+        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
+    ) -> torch.Tensor:
+        """All N nodes at once: p[name] is (N, *shape), x (N, B, 1, 28, 28) -> logits (N, B, classes);
+        ``channels_last``: the activations' memory layout (None: :func:`channels_last_default`)."""
         n = x.shape[0]
-        h = F.max_pool2d(
-            F.relu(_grouped_conv(_to_groups(x), p["conv1.weight"], p["conv1.bias"], padding=1)), 2
-        )
+        h = _to_groups(x, channels_last)
+        h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv1.weight"], p["conv1.bias"], padding=1)), 2)
         h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"], padding=1)), 2)
         return _stacked_linear(_from_groups(h, n), p["fc.weight"], p["fc.bias"])
 
@@ -89,12 +123,14 @@ class CifarCNN(nn.Module):
         return self.fc3(F.relu(self.fc2(x)))
 
     @staticmethod
-    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        """All N nodes at once: x (N, B, 3, 32, 32) -> logits (N, B, classes)."""
+    def forward_stacked(
+        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
+    ) -> torch.Tensor:
+        """All N nodes at once: x (N, B, 3, 32, 32) -> logits (N, B, classes) (``channels_last`` as in
+        :meth:`MnistCNN.forward_stacked`)."""
         n = x.shape[0]
-        h = F.max_pool2d(
-            F.relu(_grouped_conv(_to_groups(x), p["conv1.weight"], p["conv1.bias"])), 3, stride=2
-        )
+        h = _to_groups(x, channels_last)
+        h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv1.weight"], p["conv1.bias"])), 3, stride=2)
         h = F.max_pool2d(F.relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"])), 3, stride=2)
         h = F.relu(_stacked_linear(_from_groups(h, n), p["fc1.weight"], p["fc1.bias"]))
         h = F.relu(_stacked_linear(h, p["fc2.weight"], p["fc2.bias"]))
@@ -112,8 +148,11 @@ class LogReg(nn.Module):
         return self.linear(x.flatten(1))
 
     @staticmethod
-    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        """All N nodes at once: x (N, B, ...) -> (N, B, classes)."""
+    def forward_stacked(
+        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
+    ) -> torch.Tensor:
+        """All N nodes at once: x (N, B, ...) -> (N, B, classes) (no convolution: ``channels_last``, the
+        stacked CNNs' layout option, changes nothing)."""
         return _stacked_linear(x.flatten(2), p["linear.weight"], p["linear.bias"])
 
 

@@ -113,6 +113,11 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     assert all(v >= 0 for row in gossip.values() for v in row.values())
     row = out["N2_B2"]
     assert out["step_over_big_batch"] == row["step_time_over_single_big_batch"]
+    layouts, big = row["step_ms_by_layout"], row["big_batch_ms_by_layout"]
+    assert set(layouts) == set(big) == {"nchw", "channels_last"} and row["default_layout"] == "channels_last"
+    assert out["step_channels_last_over_nchw"] == pytest.approx(
+        layouts["channels_last"] / layouts["nchw"], rel=0.01, abs=0.01
+    )
     assert out["step_fraction_of_peak"] > 0 and out["matmul_32_gflop_per_s"] > 0
     sweep = out["sweep"]
     assert sweep["runs"] == 2 and sweep["steps_per_run"] == 2

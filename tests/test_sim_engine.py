@@ -154,8 +154,10 @@ def test_iid_partition_covers_everything_once() -> None:
     assert sorted(np.concatenate(parts).tolist()) == list(range(103))
 
 
+@pytest.mark.parametrize("channels_last", [None, False, True])
 @pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn", "logreg", "lstsq"])
-def test_stacked_fast_path_equals_vmap_path(name: str) -> None:
+def test_stacked_fast_path_equals_vmap_path(name: str, channels_last: bool | None) -> None:
+    """Both memory layouts of the stacked CNNs (and the device's default) give the vmap path's gradients."""
     from sim.models import CifarCNN
 
     torch.manual_seed(1)
@@ -166,7 +168,7 @@ def test_stacked_fast_path_equals_vmap_path(name: str) -> None:
         "lstsq": (LeastSquares(12, 4), (12,)),
     }[name]
     model = model.double()
-    stack = Stack(model)
+    stack = Stack(model, channels_last=channels_last)
     X = stack.flatten(model).repeat(3, 1) + 0.05 * torch.randn(3, stack.d, dtype=torch.float64)
     x = torch.randn(3, 4, *shape, dtype=torch.float64)
     y = torch.randint(0, 4, (3, 4))
@@ -225,3 +227,11 @@ def test_fused_circulant_mixing_equals_the_matrix_product() -> None:
         pytest.skip(f"torch.compile has no back end here: {type(exc).__name__}")
     torch.testing.assert_close(got, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got, op.mix(X, X[:0]), rtol=1e-5, atol=1e-6)
+
+
+def test_channels_last_default_is_for_cpu_mini_batches() -> None:
+    from sim.models import channels_last_default
+
+    assert channels_last_default(torch.zeros(2, 4, 1, 28, 28))
+    assert not channels_last_default(torch.zeros(256, 1, 1, 28, 28))  # per-sample gradients stay NCHW
+    assert not channels_last_default(torch.zeros(2, 4, 1, 28, 28, device="meta"))
