@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def done(i: int, total: int, r: dict) -> None:  # a line per check: long runs are not silent
         cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
-        bar.write(f"dfl-check: [{i}/{total}] {r['id']}: {r['status']}{cached}", file=sys.stderr)
+        why = f": {_first_line(r['summary'])}" if r["status"] == "could not run" else ""
+        bar.write(f"dfl-check: [{i}/{total}] {r['id']}: {r['status']}{cached}{why}", file=sys.stderr)
         bar.update(round(guess.per_check.get(r["id"]) or 0))
 
     with bar:
@@ -119,5 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         width = max(len(r["id"]) for r in results)
         for r in results:
             print(f"{r['id']:<{width}}  {r['status']:<13} {r['ref']}")
+            if r["status"] == "could not run":  # why, on the next line (the traceback is in report.json)
+                print(f"{'':<{width}}  {_first_line(r['summary'])}")
         print(f"report: {out / 'report.md'} and {out / 'report.json'}")
     return 0
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    """The first line of a check's summary, cut to ``limit`` characters (a crash's reason)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -150,6 +150,18 @@ def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypa
     assert not list((tmp_path / "cache").glob("fig6-cifar*"))  # a failure is not cached
 
 
+def test_a_check_that_could_not_run_says_why_on_the_terminal(tmp_path, capsys, monkeypatch) -> None:
+    """The table and the progress line give the reason (not only report.json)."""
+    monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig6-cifar"]) == 0
+    captured = capsys.readouterr()
+    table = captured.out.splitlines()
+    row = next(i for i, line in enumerate(table) if line.startswith("fig6-cifar"))
+    assert "could not run" in table[row] and "--cifar-dir" in table[row + 1]
+    progress = [line for line in captured.err.splitlines() if "fig6-cifar: could not run" in line]
+    assert progress and "--cifar-dir" in progress[0]
+
+
 def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch, cifar_dir) -> None:
     """fig6-cifar with a tiny CIFAR-format folder, 4 local steps, one seed: plumbing only."""
     cifar = {"eta": 0.05, "local_steps": 4, "tau2s": [15, 1], "eval_samples": 20, "log_points": 2}
