@@ -73,6 +73,12 @@ class Comm:
             else None
         )
 
+    def gather(self, value: torch.Tensor) -> list[torch.Tensor] | None:
+        """Every rank's ``value`` (the same shape on all), in rank order, on rank 0."""
+        parts = [torch.empty_like(value) for _ in self.blocks] if self.is_main else None
+        dist.gather(value, parts, dst=0)
+        return parts
+
     def any(self, *flags: bool) -> tuple[bool, ...]:
         t = torch.tensor([1.0 if flag else 0.0 for flag in flags])
         dist.all_reduce(t, op=dist.ReduceOp.MAX)

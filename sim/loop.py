@@ -32,7 +32,7 @@ from sim.config import RunConfig, fingerprint
 from sim.engine import BatchSampler
 from sim.evaluation import Evaluator
 from sim.gossip import ChocoGossip, ExactGossip
-from sim.setup import Setup
+from sim.setup import Setup, process_streams
 from sim.trainer import Trainer
 
 __all__ = [
@@ -64,9 +64,14 @@ class Comm(Protocol):
     """What the step loop needs from the processes of a run (one process: :class:`Single`)."""
 
     is_main: bool
+    rank: int
 
     def full(self, rows: torch.Tensor) -> torch.Tensor:
         """The full N x d matrix from this process's rows (on the main process)."""
+        ...
+
+    def gather(self, value: torch.Tensor) -> list[torch.Tensor] | None:
+        """Every process's ``value`` (the same shape on all), in rank order, on the main process."""
         ...
 
     def any(self, *flags: bool) -> tuple[bool, ...]:
@@ -106,10 +111,15 @@ class Single:
     """The collective operations of a one-process run (identities)."""
 
     is_main = True
+    rank = 0
 
     def full(self, rows: torch.Tensor) -> torch.Tensor:
         """The full N x d matrix from this process's rows."""
         return rows
+
+    def gather(self, value: torch.Tensor) -> list[torch.Tensor]:
+        """This process's ``value``, the only one."""
+        return [value]
 
     def any(self, *flags: bool) -> tuple[bool, ...]:
         """For each flag, whether it is true on any process (here: this one)."""
@@ -162,8 +172,10 @@ class RunRecorder:
             state.X, state.t = comm.restore_rows(saved["X"].to(s.device)), saved["t"]
             self.counters = saved["counters"]
             state.sampler.restore(saved["sampler"])
-            if state.gen is not None:
-                state.gen.set_state(saved["gen"])
+            if state.gen is not None and saved["gen"] is not None:  # this process's own stream
+                streams = process_streams(saved["gen"])
+                if comm.rank < len(streams):  # (check_resumable refused a random compressor's mismatch)
+                    state.gen.set_state(streams[comm.rank])
             state.gossip.restore({k: v.to(s.device) for k, v in saved["gossip"].items()})
             if comm.is_main:
                 _rewrite_rows(self.metrics, _rows_up_to(self.metrics, state.t))
@@ -300,9 +312,10 @@ class RunRecorder:
         state = self.state
         X = self.comm.full(state.X)
         hat = {k: self.comm.full(v) for k, v in state.gossip.state().items()}
+        gens = self.comm.gather(state.gen.get_state()) if state.gen is not None else None  # one per process
         if self.comm.is_main:
             saved = fingerprint(self.config) | {"steps": self.config.steps}
-            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, state.gen, hat, self.counters, saved)
+            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved)
         self._last_save = time.perf_counter()
 
 
@@ -428,17 +441,18 @@ def _save_checkpoint(
     X: torch.Tensor,
     t: int,
     sampler: BatchSampler,
-    gen: torch.Generator | None,
+    gens: list[torch.Tensor] | None,
     hat: dict[str, torch.Tensor],
     counters: dict,
     config: dict[str, Any],
 ) -> None:
+    """``gens``: the state of every process's compressor generator, in rank order (None: no generator)."""
     state = {
         "config": config,
         "X": X.cpu(),
         "t": t,
         "sampler": sampler.state(),
-        "gen": gen.get_state() if gen is not None else None,
+        "gen": gens,
         "gossip": {k: v.cpu() for k, v in hat.items()},
         "counters": dict(counters),
     }

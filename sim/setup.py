@@ -192,6 +192,7 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
+    _check_streams(config, state.get("gen"))
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:
@@ -200,6 +201,40 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
         hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        )
+
+
+RANDOM_COMPRESSORS = ("rand_k", "gossip", "qsgd")  # those that draw from the compressor generator
+
+
+def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tensor]:
+    """A checkpoint's compressor generator states, one per process in rank order (a checkpoint written
+    before they were gathered holds one state: the first process's)."""
+    return list(saved) if isinstance(saved, list | tuple) else [saved]
+
+
+def process_count(config: RunConfig) -> int:
+    """The processes that run ``config``: torchrun's WORLD_SIZE, else world_size (distributed), else 1."""
+    if config.backend != "distributed":
+        return 1
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["WORLD_SIZE"])
+    return config.world_size
+
+
+def _check_streams(config: RunConfig, saved: torch.Tensor | list[torch.Tensor] | None) -> None:
+    """A random compressor draws from one stream per process (seeded by rank): its checkpoint resumes
+    only with as many processes as wrote it, each continuing its own stream."""
+    random = algorithm(config.algorithm).compressed and config.compressor in RANDOM_COMPRESSORS
+    if saved is None or not random:
+        return
+    wrote, now = len(process_streams(saved)), process_count(config)
+    if wrote != now:
+        how = "--backend local" if wrote == 1 else f"--backend distributed --world-size {wrote}"
+        raise InputError(
+            f"resume: the checkpoint holds the {config.compressor} streams of {wrote} process"
+            f"{'es' if wrote > 1 else ''}, this run has {now} (expected {how}: each process continues its "
+            "own random stream)"
         )
 
 

@@ -80,6 +80,23 @@ def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra, mon
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
 
 
+def test_a_resumed_random_compressor_run_continues_every_process_stream(tiny, tmp_path, monkeypatch) -> None:
+    """rand_k draws from one stream per process: a resumed run restores each process's own stream (not
+    the first process's on all), so it equals the unbroken distributed run."""
+    extra = {"algorithm": "cdfl", "compressor": "rand_k", "compressor_param": 5, "gamma": 0.5}
+    monkeypatch.setenv(FAULT_ENV, "exit:25")
+    with pytest.raises(SimulationError, match="distributed run failed"):
+        run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, timeout=20, **extra))
+    monkeypatch.delenv(FAULT_ENV)
+    run(base(tiny, tmp_path / "f", backend="distributed", world_size=2, resume=True, **extra))
+    run(base(tiny, tmp_path / "c", backend="distributed", world_size=2, **extra))
+    a, b = np.load(tmp_path / "f" / "params.npz"), np.load(tmp_path / "c" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-6
+    # the streams are per process: resuming them with another number of processes is refused
+    with pytest.raises(InputError, match=r"2 processes.*world.size 2"):
+        run(base(tiny, tmp_path / "f", resume=True, steps=60, **extra))
+
+
 def test_a_hanging_process_makes_the_others_fail_after_the_timeout(tiny, tmp_path, monkeypatch) -> None:
     start = time.perf_counter()
     monkeypatch.setenv(FAULT_ENV, "hang:25")
