@@ -47,8 +47,8 @@ CHANNELS_LAST_DEVICES = frozenset({"cpu"})
 """Device types on which the stacked CNNs run channels-last (NHWC) by default (:func:`channels_last_default`).
 On the CPU oneDNN's grouped convolutions and above all its max-pooling are faster in that layout. The
 stacked MNIST CNN step, forward + backward, 10 nodes x 32 samples, on 2 cores (2026-11-26, torch 2.13),
-in seven paired measurements (both layouts in one process): channels-last 45-70 ms, NCHW 60-90 ms,
-ratio 0.65-1.00 (median about 0.85; this machine's timings vary by 10-30% from run to run); 20 nodes
+in eight paired measurements (both layouts in one process): channels-last 45-70 ms, NCHW 60-90 ms,
+ratio 0.66-1.01 (median 0.83; this machine's timings vary by 10-30% from run to run); 20 nodes
 106-140 against 118-166 ms; CIFAR-10 CNN, 10 nodes, 417-422 against 459-509 ms; a max-pool of
 (32, 160, 28, 28) alone 1.7 ms against 16 ms. Per-sample gradients (B = 1, 256 nodes) were not faster
 (0.8-1.0x), so they stay NCHW. On CUDA the default stays NCHW until cuDNN's channels-last grouped
