@@ -235,3 +235,26 @@ def test_channels_last_default_is_for_cpu_mini_batches() -> None:
     assert channels_last_default(torch.zeros(2, 4, 1, 28, 28))
     assert not channels_last_default(torch.zeros(256, 1, 1, 28, 28))  # per-sample gradients stay NCHW
     assert not channels_last_default(torch.zeros(2, 4, 1, 28, 28, device="meta"))
+
+
+@pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn"])
+def test_plain_forward_is_the_same_in_both_layouts(name: str) -> None:
+    """The one-model forward (evaluation, reference loop, Hessians) laid out channels-last, NCHW or by the
+    default gives the same logits and gradients, with and without autograd."""
+    from sim.models import CifarCNN
+
+    cls, shape = {"mnist_cnn": (MnistCNN, (1, 28, 28)), "cifar_cnn": (CifarCNN, (3, 32, 32))}[name]
+    torch.manual_seed(2)
+    models = [cls(channels_last=cl).double() for cl in (None, False, True)]
+    for m in models[1:]:
+        m.load_state_dict(models[0].state_dict())
+    x, y = torch.randn(6, *shape, dtype=torch.float64), torch.randint(0, 10, (6,))
+    with torch.no_grad():
+        logits = [m(x) for m in models]
+    grads = []
+    for m in models:
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+        grads.append(torch.cat([p.grad.reshape(-1) for p in m.parameters()]))
+    for other in range(1, 3):
+        assert torch.allclose(logits[other], logits[0], rtol=1e-12, atol=1e-12)
+        assert torch.allclose(grads[other], grads[0], rtol=1e-10, atol=1e-12)
