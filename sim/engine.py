@@ -17,7 +17,12 @@ from torch.func import functional_call, grad_and_value, vmap
 
 from sim.models import loss_fn
 
-__all__ = ["BatchSampler", "Stack"]
+__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "BatchSampler", "Stack"]
+
+EVAL_CHUNK_CPU = 512  # samples per evaluation pass on the CPU: MNIST CNN on its 10,000 test samples,
+# 2 cores: 0.58 s in chunks of 512 against 1.70 s in chunks of 4,096 (the caches overflow); CIFAR-10 CNN
+# on 4,096 samples 2.11 s against 2.17 s (2026-11-26)
+EVAL_CHUNK_CUDA = 4096  # a GPU keeps busy with large passes
 
 
 class Stack:
@@ -77,9 +82,12 @@ class Stack:
 
     @torch.no_grad()
     def evaluate(
-        self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 4096
+        self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int | None = None
     ) -> tuple[float, float]:
-        """Mean loss and accuracy of the single model w (d,) on (x, y)."""
+        """Mean loss and accuracy of the single model w (d,) on (x, y), ``chunk`` samples per forward pass
+        (None: EVAL_CHUNK_CPU on the CPU, EVAL_CHUNK_CUDA elsewhere)."""
+        if chunk is None:
+            chunk = EVAL_CHUNK_CPU if x.device.type == "cpu" else EVAL_CHUNK_CUDA
         params = self.unflatten(w)
         total_loss, correct = 0.0, 0
         for start in range(0, len(y), chunk):

@@ -258,3 +258,16 @@ def test_plain_forward_is_the_same_in_both_layouts(name: str) -> None:
     for other in range(1, 3):
         assert torch.allclose(logits[other], logits[0], rtol=1e-12, atol=1e-12)
         assert torch.allclose(grads[other], grads[0], rtol=1e-10, atol=1e-12)
+
+
+def test_evaluate_does_not_depend_on_its_chunks() -> None:
+    """Stack.evaluate in chunks (the CPU default, 512; any size) gives the one-pass loss and accuracy."""
+    torch.manual_seed(3)
+    model = MnistCNN().double()
+    stack = Stack(model)
+    w = stack.flatten(model)
+    x, y = torch.randn(1030, 1, 28, 28, dtype=torch.float64), torch.randint(0, 10, (1030,))
+    whole = stack.evaluate(w, x, y, chunk=len(y))
+    for chunk in (None, 7, 512):
+        loss, acc = stack.evaluate(w, x, y, chunk=chunk)
+        assert loss == pytest.approx(whole[0], rel=1e-12) and acc == whole[1]
