@@ -289,11 +289,11 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     n, b = sizes.nodes, sizes.batch
     X = stack.flatten(model).repeat(n, 1)
     x, y = torch.randn(n, b, 1, 28, 28, device=dev), torch.randint(0, 10, (n, b), device=dev)
-    vectorised = _time(_engine_step(stack, X, x, y), repeats, dev)
-    layouts = {  # the stacked CNN's two memory layouts, timed in the same run (the default is one of them)
+    layouts = {  # the stacked CNN's two memory layouts, timed in the same run; the default is one of them
         name: _time(_engine_step(Stack(model, channels_last=cl), X, x, y), repeats, dev)
         for name, cl in (("nchw", False), ("channels_last", True))
     }
+    vectorised = layouts["channels_last" if channels_last_default(x) else "nchw"]
     models = [copy.deepcopy(model) for _ in range(n)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]
 

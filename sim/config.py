@@ -18,7 +18,8 @@ from sim.algorithms import (
 __all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "RunConfig", "fingerprint"]
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
-NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume
+NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume (but a random
+    # compressor's streams are per process: sim.setup._check_streams keeps backend / world_size for it)
     "out", "resume", "steps", "backend", "world_size", "timeout", "log_every",
     "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip

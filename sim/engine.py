@@ -29,8 +29,10 @@ class Stack:
     """Flattening between a module's parameters and rows of X, and batched losses/gradients."""
 
     def __init__(self, module: nn.Module, channels_last: bool | None = None) -> None:
-        """``channels_last``: the memory layout of the stacked CNNs' activations (None: the device's default,
-        :func:`sim.models.channels_last_default`; the gradients are the same up to float rounding)."""
+        """``channels_last``: the memory layout of the stacked CNNs' activations in :meth:`gradients` (None:
+        the device's default, :func:`sim.models.channels_last_default`; the gradients are the same up to
+        float rounding). The one-model passes (:meth:`evaluate`, :meth:`gradients_vmap`) follow the
+        module's own ``channels_last`` (:class:`sim.models.MnistCNN`)."""
         self.module = module
         self.channels_last = channels_last
         named = list(module.named_parameters())

@@ -50,10 +50,11 @@ stacked MNIST CNN step, forward + backward, 10 nodes x 32 samples, on 2 cores (2
 in eight paired measurements (both layouts in one process): channels-last 45-70 ms, NCHW 60-90 ms,
 ratio 0.66-1.01 (median 0.83; this machine's timings vary by 10-30% from run to run); 20 nodes
 106-140 against 118-166 ms; CIFAR-10 CNN, 10 nodes, 417-422 against 459-509 ms; a max-pool of
-(32, 160, 28, 28) alone 1.7 ms against 16 ms. Per-sample gradients (B = 1, 256 nodes) were not faster
-(0.8-1.0x), so they stay NCHW. On CUDA the default stays NCHW until cuDNN's channels-last grouped
-kernels are measured there (``dfl-sim bench`` times both layouts on its device). The layout changes
-only the order of float sums (the same gradients up to rounding, tested)."""
+(32, 160, 28, 28) alone 1.7 ms against 16 ms. Per-sample gradients (B = 1, 256 nodes) took
+1.03-1.27x the NCHW time channels-last, so they stay NCHW. Measured on one x86 machine only (other CPUs
+may gain less). On CUDA the default stays NCHW until cuDNN's channels-last grouped kernels are measured
+there (``dfl-sim bench`` times both layouts on its device). The layout changes only the order of float
+sums (the same gradients up to rounding, tested)."""
 
 
 def channels_last_default(x: torch.Tensor) -> bool:
@@ -62,7 +63,7 @@ def channels_last_default(x: torch.Tensor) -> bool:
     return x.device.type in CHANNELS_LAST_DEVICES and x.shape[1] > 1
 
 
-def _to_groups(x: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
+def _to_groups(x: torch.Tensor, channels_last: bool | None = None) -> torch.Tensor:
     """(N, B, C, H, W) -> (B, N * C, H, W), the layout of a grouped convolution; channels-last in memory
     if ``channels_last`` (None: :func:`channels_last_default`), which the convolutions, ReLUs and
     poolings then keep."""
@@ -70,7 +71,15 @@ def _to_groups(x: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
     h = x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
     if channels_last is None:
         channels_last = channels_last_default(x)
-    return h.contiguous(memory_format=torch.channels_last) if channels_last else h
+    return _as_channels_last(h) if channels_last else h
+
+
+def _as_channels_last(h: torch.Tensor) -> torch.Tensor:
+    """h (B, C, H, W) channels-last in memory; inside torch.func transforms (vmap, grad), where memory
+    formats cannot be set, and for tensors that are not 4-d, h as it is (the same values either way)."""
+    if h.dim() != 4 or torch._C._functorch.is_functorch_wrapped_tensor(h):
+        return h
+    return h.contiguous(memory_format=torch.channels_last)
 
 
 def _laid_out(h: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
@@ -79,7 +88,7 @@ def _laid_out(h: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
     backward was no faster channels-last on 2 cores and its Hessian-vector products 15% slower)."""
     if channels_last is None:
         channels_last = h.device.type in CHANNELS_LAST_DEVICES and not torch.is_grad_enabled()
-    return h.contiguous(memory_format=torch.channels_last) if channels_last else h
+    return _as_channels_last(h) if channels_last else h
 
 
 def _from_groups(h: torch.Tensor, n: int) -> torch.Tensor:
@@ -91,8 +100,9 @@ def _from_groups(h: torch.Tensor, n: int) -> torch.Tensor:
 class MnistCNN(nn.Module):
     """Appendix C, left column. ``channels_last``: the memory layout of :meth:`forward`'s activations (None:
     channels-last for inference on the devices of CHANNELS_LAST_DEVICES: a run's logged metrics on 500
-    MNIST samples, five forward passes and one gradient, took 232 ms against 340 ms in NCHW on 2 cores,
-    2026-11-26; the first convolution's output is laid out, as a one-channel input is the same in both)."""
+    MNIST samples, five forward passes and one gradient, took 230-261 ms against 327-340 ms in NCHW on 2
+    cores in three measurements, 2026-11-26; the first convolution's output is laid out, as a one-channel
+    input is the same in both)."""
 
     def __init__(self, num_classes: int = 10, channels_last: bool | None = None) -> None:
         super().__init__()

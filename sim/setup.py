@@ -192,7 +192,6 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
-    _check_streams(config, state.get("gen"))
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:
@@ -202,9 +201,7 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
         )
-
-
-RANDOM_COMPRESSORS = ("rand_k", "gossip", "qsgd")  # those that draw from the compressor generator
+    _check_streams(config, state.get("gen"))
 
 
 def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tensor]:
@@ -224,17 +221,26 @@ def process_count(config: RunConfig) -> int:
 
 def _check_streams(config: RunConfig, saved: torch.Tensor | list[torch.Tensor] | None) -> None:
     """A random compressor draws from one stream per process (seeded by rank): its checkpoint resumes
-    only with as many processes as wrote it, each continuing its own stream."""
-    random = algorithm(config.algorithm).compressed and config.compressor in RANDOM_COMPRESSORS
-    if saved is None or not random:
+    only with as many processes as wrote it, each continuing its own stream. A checkpoint written before
+    the streams were gathered (one state, not a list) is not checked: the first process continues its
+    stream and the others restart theirs, as when it was written."""
+    random = (
+        algorithm(config.algorithm).compressed
+        and make_compressor(config.compressor, config.compressor_param).random
+    )
+    if not isinstance(saved, list) or not random:
         return
-    wrote, now = len(process_streams(saved)), process_count(config)
+    wrote, now = len(saved), process_count(config)
     if wrote != now:
-        how = "--backend local" if wrote == 1 else f"--backend distributed --world-size {wrote}"
+        how = (
+            "--backend local"
+            if wrote == 1
+            else f"--backend distributed --world-size {wrote} (torchrun: {wrote} processes)"
+        )
         raise InputError(
-            f"resume: the checkpoint holds the {config.compressor} streams of {wrote} process"
-            f"{'es' if wrote > 1 else ''}, this run has {now} (expected {how}: each process continues its "
-            "own random stream)"
+            f"resume: the checkpoint holds the {config.compressor} streams of {wrote} "
+            f"process{'es' if wrote > 1 else ''} and this run has {now} (expected {how}: each process "
+            "continues its own random stream)"
         )
 
 

@@ -271,3 +271,23 @@ def test_evaluate_does_not_depend_on_its_chunks() -> None:
     for chunk in (None, 7, 512):
         loss, acc = stack.evaluate(w, x, y, chunk=chunk)
         assert loss == pytest.approx(whole[0], rel=1e-12) and acc == whole[1]
+
+
+def test_channels_last_modules_work_inside_vmap() -> None:
+    """torch.func transforms cannot set memory formats: a channels-last module gives the same gradients
+    through the generic vmap path, and its inference runs under vmap too."""
+    from torch.func import functional_call, vmap
+
+    torch.manual_seed(4)
+    model = MnistCNN(channels_last=True).double()
+    stack = Stack(model)
+    X = stack.flatten(model).repeat(2, 1) + 0.05 * torch.randn(2, stack.d, dtype=torch.float64)
+    x, y = torch.randn(2, 3, 1, 28, 28, dtype=torch.float64), torch.randint(0, 10, (2, 3))
+    w = torch.ones(2, 3, dtype=torch.float64)
+    slow, _ = stack.gradients_vmap(X, x, y, w)
+    fast, _ = stack.gradients(X, x, y, w)
+    assert torch.allclose(slow, fast, rtol=1e-10, atol=1e-12)
+    plain = MnistCNN().double()  # channels-last for inference on the CPU by default
+    with torch.no_grad():
+        logits = vmap(lambda p, xb: functional_call(plain, p, (xb,)))(stack.unflatten(X), x)
+    assert torch.allclose(logits, MnistCNN.forward_stacked(stack.unflatten(X), x), rtol=1e-10, atol=1e-12)

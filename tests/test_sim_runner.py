@@ -50,7 +50,9 @@ def test_every_algorithm_runs_and_records(tiny, tmp_path, algorithm: str) -> Non
     assert summary["bits_per_node"] == gossip_steps * bits
 
 
-def test_resume_equals_an_unbroken_run(tiny, tmp_path) -> None:
+@pytest.mark.parametrize("old_format", [False, True])
+def test_resume_equals_an_unbroken_run(tiny, tmp_path, old_format: bool) -> None:
+    """Also from a checkpoint written before the compressor streams were saved per process (one state)."""
     full = run(
         config(
             tiny,
@@ -73,6 +75,11 @@ def test_resume_equals_an_unbroken_run(tiny, tmp_path) -> None:
             out=str(tmp_path / "b"),
         )
     )
+    if old_format:
+        path = tmp_path / "b" / "checkpoint.pt"
+        state = torch.load(path, weights_only=False)
+        assert isinstance(state["gen"], list) and len(state["gen"]) == 1  # one stream per process
+        torch.save({**state, "gen": state["gen"][0]}, path)
     resumed = run(
         config(
             tiny,

@@ -57,6 +57,7 @@ class Compressor:
     """A compression operator Q: R^d -> R^d with ratio delta (Assumption 2)."""
 
     name = "compressor"
+    random = False  # whether Q draws from a random stream (a simulation's compressor generator)
 
     def delta(self, d: int) -> float:
         """The compression ratio delta for dimension d."""
@@ -125,6 +126,7 @@ class RandK(_Sparsifier):
     """rand_k: keep k coordinates chosen uniformly without replacement (unscaled), delta = k / d."""
 
     name = "rand_k"
+    random = True
 
     def bits(self, d: int) -> float:
         self.check_dimension(d)
@@ -173,6 +175,7 @@ class Gossip(Compressor):
 
     p: float
     name = "gossip"
+    random = True
 
     def __post_init__(self) -> None:
         if not (isinstance(self.p, int | float) and 0.0 < self.p <= 1.0):
@@ -200,6 +203,7 @@ class QSGD(Compressor):
 
     s: int
     name = "qsgd"
+    random = True
 
     def __post_init__(self) -> None:
         if isinstance(self.s, bool) or not isinstance(self.s, int | np.integer) or self.s < 1:
