@@ -293,7 +293,8 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         name: _time(_engine_step(Stack(model, channels_last=cl), X, x, y), repeats, dev)
         for name, cl in (("nchw", False), ("channels_last", True))
     }
-    vectorised = layouts["channels_last" if channels_last_default(x) else "nchw"]
+    default_layout = "channels_last" if channels_last_default(x) else "nchw"
+    vectorised = layouts[default_layout]
     models = [copy.deepcopy(model) for _ in range(n)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]
 
@@ -331,7 +332,7 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         "reference_node_steps_per_s": round(n / reference, 1),
         "speedup_vs_reference": round(reference / vectorised, 2),
         "step_time_over_single_big_batch": round(vectorised / single, 3),
-        "default_layout": "channels_last" if channels_last_default(x) else "nchw",
+        "default_layout": default_layout,
         "step_ms_by_layout": {k: round(v * 1e3, 2) for k, v in layouts.items()},
         "big_batch_ms_by_layout": {k: round(v * 1e3, 2) for k, v in big_layouts.items()},
         "step_gflop": round(flops / 1e9, 4),

@@ -43,7 +43,7 @@ from sim.errors import SimulationError
 from sim.faults import install_fault
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.loop import run_loop
-from sim.setup import Setup, learning_rate, prepare
+from sim.setup import Setup, learning_rate, prepare, torchrun_rank_and_world
 from sim.trainer import Trainer
 
 __all__ = ["HaloMixing", "run_distributed"]
@@ -75,7 +75,7 @@ class Comm:
 
     def gather(self, value: torch.Tensor) -> list[torch.Tensor] | None:
         """Every rank's ``value`` (the same shape on all), in rank order, on rank 0."""
-        parts = [torch.empty_like(value) for _ in self.blocks] if self.is_main else None
+        parts = [torch.empty_like(value) for _ in range(self.world)] if self.is_main else None
         dist.gather(value, parts, dst=0)
         return parts
 
@@ -227,8 +227,9 @@ def _free_port() -> int:
 def run_distributed(config: RunConfig) -> dict[str, Any]:
     """Run ``config`` on ``config.world_size`` gloo processes; returns rank 0's summary."""
     config.validate()
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # launched by torchrun: one rank per process
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    launched = torchrun_rank_and_world()
+    if launched:  # launched by torchrun: one rank per process
+        rank, world = launched
         _worker(rank, config, world, "env://")
         if rank != 0:
             return {}  # only rank 0 reports

@@ -210,13 +210,19 @@ def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tens
     return list(saved) if isinstance(saved, list | tuple) else [saved]
 
 
+def torchrun_rank_and_world() -> tuple[int, int] | None:
+    """(RANK, WORLD_SIZE) when this process was launched by torchrun (both set), else None."""
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return None
+
+
 def process_count(config: RunConfig) -> int:
     """The processes that run ``config``: torchrun's WORLD_SIZE, else world_size (distributed), else 1."""
     if config.backend != "distributed":
         return 1
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
-        return int(os.environ["WORLD_SIZE"])
-    return config.world_size
+    launched = torchrun_rank_and_world()
+    return launched[1] if launched else config.world_size
 
 
 def _check_streams(config: RunConfig, saved: torch.Tensor | list[torch.Tensor] | None) -> None:
