@@ -3,7 +3,8 @@
 The paper's experiments split MNIST by label shards, but Assumption 1.4 (E g_i = grad F) holds only
 for i.i.d. data. These checks use node-specific quadratics f_i(w) = (1/2)(w - a_i)^T A_i (w - a_i)
 (different curvatures and minimisers), whose expectations the recursion of
-:func:`bounds.dfl.quadratic.exact_quadratic_non_iid` gives exactly, and judge
+:func:`bounds.dfl.quadratic.exact_quadratic_non_iid_runs` gives exactly (the cells of one topology
+and schedule in one stacked recursion), and judge
 
 * ``drift-non-iid``: the bound on L^2 x the mean over the local steps of E||X_t (I - J)||_F^2 / N
   (:func:`bounds.dfl.formulas.drift_term_repaired`, noise + heterogeneity); each cell also reports
@@ -30,7 +31,7 @@ import numpy as np
 
 from bounds import mixing_matrix, spectral_summary
 from bounds.dfl import formulas as f
-from bounds.dfl.quadratic import exact_quadratic_non_iid
+from bounds.dfl.quadratic import NonIidQuadraticRun, exact_quadratic_non_iid_runs
 from paper_checks.common import TOPOLOGIES, ten_node_matrix
 from paper_checks.context import CheckContext
 from paper_checks.parallel import cell_map
@@ -83,17 +84,37 @@ ROUNDING = 1e-12
 indistinguishable from 0 (e.g. C = J up to rounding with tau1 = 1, where the exact drift is 0)."""
 
 
-def _cell(
-    label: dict[str, Any], C: np.ndarray, zeta: float, tau1: int, tau2: int, K: int, eta: float,
-    sigma2: float, A: np.ndarray, a: np.ndarray, start: float,
+Problem = tuple[dict[str, Any], int, float, float, np.ndarray, np.ndarray, float]
+"""One cell's problem on a shared topology and schedule: (label, K, eta, sigma^2, A, a, start)."""
+
+
+def _cells(C: np.ndarray, zeta: float, tau1: int, tau2: int, problems: list[Problem]) -> list[dict[str, Any]]:
+    """The cells of ``problems`` on C with the schedule (tau1, tau2): one stacked exact recursion for all
+    (:func:`~bounds.dfl.quadratic.exact_quadratic_non_iid_runs`), then every number the two checks judge."""
+    w_stars, starts = [], []
+    for _, _, _, _, A, a, start in problems:
+        n = a.shape[0]
+        w_stars.append(np.linalg.solve(A.mean(axis=0), np.einsum("nij,nj->i", A, a) / n))
+        starts.append(w_stars[-1] + start)
+    runs = exact_quadratic_non_iid_runs(
+        C, tau1, tau2, [K * (tau1 + tau2) for _, K, *_ in problems], eta=[p[2] for p in problems],
+        curvatures=[p[4] for p in problems], minimisers=[p[5] for p in problems],
+        sigma2=[p[3] for p in problems], w1=starts,
+    )  # fmt: skip
+    return [
+        _row(C, zeta, tau1, tau2, problem, w_star, w1, run)
+        for problem, w_star, w1, run in zip(problems, w_stars, starts, runs, strict=True)
+    ]
+
+
+def _row(
+    C: np.ndarray, zeta: float, tau1: int, tau2: int, problem: Problem, w_star: np.ndarray, w1: np.ndarray,
+    run: NonIidQuadraticRun,
 ) -> dict[str, Any]:  # fmt: skip
-    """One exact run and every number the two checks judge."""
+    """Every number the two checks judge of one cell's exact run."""
+    label, K, eta, sigma2, A, a, start = problem
     n = a.shape[0]
-    A_bar, b_bar = A.mean(axis=0), np.einsum("nij,nj->i", A, a) / n
-    w_star = np.linalg.solve(A_bar, b_bar)
-    w1 = w_star + start
     T = K * (tau1 + tau2)
-    run = exact_quadratic_non_iid(C, tau1, tau2, T, eta=eta, curvatures=A, minimisers=a, sigma2=sigma2, w1=w1)
 
     def F(w: np.ndarray) -> float:
         return float(np.mean([0.5 * (w - a[i]) @ A[i] @ (w - a[i]) for i in range(n)]))
@@ -118,7 +139,7 @@ def _cell(
 
 
 def _random_instance(rng: np.random.Generator, i: int) -> tuple[Any, ...]:
-    """The arguments of :func:`_cell` for a random connected graph (Metropolis weights), random problem,
+    """The arguments of :func:`_cells` for one random connected graph (Metropolis weights), random problem,
     schedule and eta <= eta_max."""
     n, d = int(rng.integers(3, 9)), int(rng.integers(1, 4))
     graph = nx.gnp_random_graph(n, float(rng.uniform(0.2, 0.9)), seed=int(rng.integers(2**31)))
@@ -132,7 +153,7 @@ def _random_instance(rng: np.random.Generator, i: int) -> tuple[Any, ...]:
     eta = float(rng.uniform(0.1, 1.0)) * float(f.eta_max_non_iid(L, tau1, tau2, zeta))
     label = {"topology": f"random {i} (N = {n}, d = {d})", "eta/eta_max": None, "scale": None}
     sigma2, start = float(rng.uniform(0.0, 2.0)), float(rng.choice([0.0, 1.0]))
-    return (label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start)
+    return (C, zeta, tau1, tau2, [(label, K, eta, sigma2, A, a, start)])
 
 
 _CACHE: dict[str, list[dict[str, Any]]] = {}
@@ -144,23 +165,24 @@ def non_iid_cells(quick: bool, workers: int = 1) -> list[dict[str, Any]]:
     grid = _grid(quick)
     key = json.dumps(grid, sort_keys=True)
     if key not in _CACHE:
-        tasks = []
-        for name in grid["topologies"]:
+        tasks = []  # one per topology and schedule (tau1, tau2): its cells in one stacked recursion
+        for name, tau1, tau2 in itertools.product(grid["topologies"], grid["tau1"], grid["tau2"]):
             C = NON_IID_TOPOLOGIES[name]()
             zeta = spectral_summary(C).zeta
-            for tau1, tau2, K, frac, scale, sigma2, start in itertools.product(
-                grid["tau1"], grid["tau2"], grid["K"], grid["fractions"], grid["scales"], grid["sigma2"],
-                grid["starts"],
-            ):  # fmt: skip
+            problems: list[Problem] = []
+            for K, frac, scale, sigma2, start in itertools.product(
+                grid["K"], grid["fractions"], grid["scales"], grid["sigma2"], grid["starts"]
+            ):
                 rng = np.random.default_rng([tau1, tau2, int(scale * 10), int(sigma2)])
                 A, a = _problem(rng, C.shape[0], DIM, scale)
                 L = float(np.linalg.eigvalsh(A).max())
                 eta = frac * float(f.eta_max_non_iid(L, tau1, tau2, zeta))
                 label = {"topology": name, "eta/eta_max": frac, "scale": scale}
-                tasks.append((label, C, zeta, tau1, tau2, K, eta, sigma2, A, a, start))
+                problems.append((label, K, eta, sigma2, A, a, start))
+            tasks.append((C, zeta, tau1, tau2, problems))
         rng = np.random.default_rng(2026)
         tasks += [_random_instance(rng, i) for i in range(grid["random"])]
-        _CACHE[key] = cell_map(_cell, tasks, workers)
+        _CACHE[key] = [row for rows in cell_map(_cells, tasks, workers) for row in rows]
     return _CACHE[key]
 
 

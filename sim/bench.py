@@ -19,7 +19,8 @@ on the pixels):
   matmul measured in the same run as the device's attainable peak (``step_fraction_of_peak``);
 * ``sweep_over_sequential``: R = 8 MNIST runs of the default config end to end (start-up,
   evaluation, logging and checkpoints included) stacked as one sweep, over the same runs one after
-  another; and the sweep's node-steps per second.
+  another, both timed twice in the order AB BA (a drifting machine slows both alike); and the sweep's
+  node-steps per second.
 
 The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
 ``step_fraction_of_peak``, ``gossip_ring_10000_over_copy`` (the largest N; the faster of the shifted adds
@@ -73,6 +74,7 @@ class _Sizes:
     matmul: int = 2048  # the reference for the device's peak: an n x n float32 matmul
     sweep_runs: int = 8  # MNIST runs of the default config, stacked and one by one
     sweep_steps: int = 40
+    sweep_repeats: int = 2  # each mode timed twice, AB BA
 
 
 def _sizes(quick: bool) -> _Sizes:
@@ -140,13 +142,19 @@ def matmul_flops_per_s(n: int, repeats: int, dev: torch.device) -> float:
     return 2 * n**3 / _time(lambda: A @ B, repeats, dev)
 
 
-def sweep_benchmark(runs: int, steps: int, device: torch.device, out: str | Path) -> dict[str, float]:
+def sweep_benchmark(
+    runs: int, steps: int, device: torch.device, out: str | Path, repeats: int = 2
+) -> dict[str, Any]:
     """End to end, as a user runs them: ``runs`` MNIST runs of the default config (CNN, 10-node ring,
     seeds 0, 1, ..., tau2 alternating 4 and 1, ``steps`` steps, 4 logged points, checkpoints) one after
-    another with :func:`sim.runner.run`, then as one stacked sweep (:func:`sim.sweep.run_sweep`).
+    another with :func:`sim.runner.run`, and as one stacked sweep (:func:`sim.sweep.run_sweep`).
 
-    ``sweep_over_sequential``: the sweep's seconds over the sequential runs' seconds (< 1: the sweep is
-    faster). The data set is loaded before either clock starts.
+    Both are timed ``repeats`` times, alternating and in the order AB BA AB ... (sequential A, sweep B),
+    each into fresh folders, so that a machine whose speed drifts during the benchmark (shared machines
+    vary by 10-30% from minute to minute) slows both alike. ``sweep_over_sequential``: the sweeps'
+    total seconds over the sequential runs' total seconds (< 1: the sweep is faster);
+    ``sweep_over_sequential_by_repeat``: the ratio of each repeat (its spread is the measurement's).
+    The data set is loaded before any clock starts.
     """
     from sim.data import load_mnist
     from sim.runner import RunConfig, run
@@ -161,24 +169,34 @@ def sweep_benchmark(runs: int, steps: int, device: torch.device, out: str | Path
             for i in range(runs)
         ]  # fmt: skip
 
-    start = time.perf_counter()
-    for config in configs("sequential"):
-        run(config)
-    sequential = time.perf_counter() - start
-    start = time.perf_counter()
-    run_sweep(configs("sweep"))
-    stacked = time.perf_counter() - start
-    local = sum(  # node-steps
+    def sequential(folder: str) -> None:
+        for config in configs(folder):
+            run(config)
+
+    modes = {"sequential": sequential, "sweep": lambda folder: run_sweep(configs(folder))}
+    seconds: dict[str, list[float]] = {name: [] for name in modes}
+    for repeat in range(repeats):
+        order = ("sequential", "sweep") if repeat % 2 == 0 else ("sweep", "sequential")
+        for name in order:
+            start = time.perf_counter()
+            modes[name](f"{name}-{repeat}")
+            seconds[name].append(time.perf_counter() - start)
+    local = sum(  # node-steps of one sweep
         c.nodes * local_step_count(c.algorithm, c.tau1, c.tau2, c.steps) for c in configs("sweep")
     )
+    sequential_s, sweep_s = sum(seconds["sequential"]), sum(seconds["sweep"])
     return {
         "runs": runs,
         "steps_per_run": steps,
-        "sequential_s": round(sequential, 3),
-        "sweep_s": round(stacked, 3),
-        "sweep_over_sequential": round(stacked / sequential, 3),
-        "sweep_node_steps_per_s": round(local / stacked, 1),
-        "sequential_node_steps_per_s": round(local / sequential, 1),
+        "repeats": repeats,
+        "sequential_s": [round(x, 3) for x in seconds["sequential"]],
+        "sweep_s": [round(x, 3) for x in seconds["sweep"]],
+        "sweep_over_sequential": round(sweep_s / sequential_s, 3),
+        "sweep_over_sequential_by_repeat": [
+            round(b / a, 3) for a, b in zip(seconds["sequential"], seconds["sweep"], strict=True)
+        ],
+        "sweep_node_steps_per_s": round(local * repeats / sweep_s, 1),
+        "sequential_node_steps_per_s": round(local * repeats / sequential_s, 1),
     }
 
 
@@ -372,7 +390,7 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         gossip[largest]["sparse_ms"] / gossip[largest]["copy_ms"], 2
     )
     with tempfile.TemporaryDirectory() as folder:
-        sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder)
+        sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder, sizes.sweep_repeats)
     out["sweep"] = sweep
     out["sweep_over_sequential"] = sweep["sweep_over_sequential"]
     return out

@@ -120,8 +120,29 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     )
     assert out["step_fraction_of_peak"] > 0 and out["matmul_32_gflop_per_s"] > 0
     sweep = out["sweep"]
-    assert sweep["runs"] == 2 and sweep["steps_per_run"] == 2
-    assert out["sweep_over_sequential"] == pytest.approx(sweep["sweep_s"] / sweep["sequential_s"], rel=0.01)
+    assert sweep["runs"] == 2 and sweep["steps_per_run"] == 2 and sweep["repeats"] == 2
+    assert len(sweep["sweep_s"]) == len(sweep["sequential_s"]) == 2
+    ratio = sum(sweep["sweep_s"]) / sum(sweep["sequential_s"])
+    assert out["sweep_over_sequential"] == pytest.approx(ratio, rel=0.01)
+    by_repeat = [b / a for a, b in zip(sweep["sequential_s"], sweep["sweep_s"], strict=True)]
+    assert sweep["sweep_over_sequential_by_repeat"] == pytest.approx(by_repeat, rel=0.01)
+
+
+def test_sweep_benchmark_alternates_the_modes_ab_ba(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Sequential (A) and sweep (B) timed in the order AB BA, each into fresh folders; the ratio is of the
+    totals (fake runs of fixed durations stand in for the training)."""
+    import sim.runner
+    import sim.sweep
+
+    calls: list[str] = []
+    clock = iter(range(0, 1000, 1))
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(sim.runner, "run", lambda c: calls.append(Path(c.out).parent.name))
+    monkeypatch.setattr(sim.sweep, "run_sweep", lambda cs: calls.append(Path(cs[0].out).parent.name))
+    got = bench.sweep_benchmark(3, 2, torch.device("cpu"), tmp_path, repeats=2)
+    assert calls == ["sequential-0"] * 3 + ["sweep-0", "sweep-1"] + ["sequential-1"] * 3
+    assert got["sequential_s"] == [1.0, 1.0] and got["sweep_s"] == [1.0, 1.0]  # one tick per timed block
+    assert got["sweep_over_sequential"] == 1.0 and got["sweep_over_sequential_by_repeat"] == [1.0, 1.0]
 
 
 def test_timer_synchronises_a_cuda_device_before_and_after_the_repeats(

@@ -16,7 +16,7 @@ from bounds.cli import main as bounds_main
 from bounds.dfl import formulas as f
 from bounds.dfl import symbolic
 from bounds.dfl.monotonicity import derivative_signs, heterogeneity_monotonicity
-from bounds.dfl.quadratic import exact_quadratic_dfl, exact_quadratic_non_iid
+from bounds.dfl.quadratic import exact_quadratic_dfl, exact_quadratic_non_iid, exact_quadratic_non_iid_runs
 from bounds.graph.topologies import ring
 
 N, D = 6, 2
@@ -63,6 +63,35 @@ def test_recursion_matches_a_monte_carlo_simulation() -> None:
             X = X - eta * (np.einsum("nij,rnj->rni", A, X - a) + noise)
         else:
             X = np.einsum("ij,rjk->rik", C, X)
+
+
+def test_stacked_recursion_equals_each_problem_alone() -> None:
+    """Problems of different T, eta, sigma^2, start, curvatures and minimisers stepped together (one run
+    shorter than the shared schedule's tail, one of a single step): each equals its recursion alone."""
+    C = mixing_matrix(ring(N))
+    problems = [_problem(seed) for seed in (0, 1, 2)]
+    T, eta, sigma2, w1 = [23, 7, 1], [0.1, 0.05, 0.2], [0.0, 0.7, 2.0], [None, np.ones(D), np.zeros(D)]
+    runs = exact_quadratic_non_iid_runs(
+        C, 3, 2, T, eta=eta, curvatures=[A for A, _ in problems], minimisers=[a for _, a in problems],
+        sigma2=sigma2, w1=w1,
+    )  # fmt: skip
+    for k, ((A, a), run) in enumerate(zip(problems, runs, strict=True)):
+        alone = exact_quadratic_non_iid(
+            C, 3, 2, T[k], eta=eta[k], curvatures=A, minimisers=a, sigma2=sigma2[k], w1=w1[k]
+        )
+        assert len(run.drift) == T[k] and run.L == alone.L
+        np.testing.assert_array_equal(run.local, alone.local)
+        for name in ("grad_norm2", "drift", "node_grad_norm2", "heterogeneity", "second_moment"):
+            np.testing.assert_allclose(getattr(run, name), getattr(alone, name), rtol=1e-12, atol=1e-15)
+    A, a = problems[0]
+    wide = {"curvatures": [A, np.stack([np.eye(3)] * N)], "minimisers": [a, np.zeros((N, 3))]}
+    with pytest.raises(InputError, match="dimensions d differ"):
+        exact_quadratic_non_iid_runs(
+            C, 1, 1, [4, 4], eta=[0.1, 0.1], sigma2=[0.0, 0.0], w1=[None, None], **wide
+        )
+    two = {"curvatures": [A, A], "minimisers": [a, a], "w1": [None, None]}
+    with pytest.raises(InputError, match="2 T, 1 eta"):
+        exact_quadratic_non_iid_runs(C, 1, 1, [4, 4], eta=[0.1], sigma2=[0.0, 0.0], **two)
 
 
 def test_recursion_rejects_bad_problems() -> None:

@@ -20,6 +20,7 @@ i.i.d. case of Assumption 1.4 (E g_i = grad F); different b_i break that assumpt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,13 @@ from bounds._checks import InputError, real_array
 from bounds.dfl.schedule import local_step_mask
 from bounds.graph.mixing import Matrix, check_mixing_matrix
 
-__all__ = ["NonIidQuadraticRun", "QuadraticRun", "exact_quadratic_dfl", "exact_quadratic_non_iid"]
+__all__ = [
+    "NonIidQuadraticRun",
+    "QuadraticRun",
+    "exact_quadratic_dfl",
+    "exact_quadratic_non_iid",
+    "exact_quadratic_non_iid_runs",
+]
 
 
 @dataclass(frozen=True)
@@ -165,9 +172,108 @@ def exact_quadratic_non_iid(
         minimisers: a (N x d).
         w1: the common start (d,) (default: the minimiser of F, so that all drift is heterogeneity's).
     """
+    (run,) = exact_quadratic_non_iid_runs(
+        C, tau1, tau2, [T], eta=[eta], curvatures=[curvatures], minimisers=[minimisers], sigma2=[sigma2],
+        w1=[w1],
+    )  # fmt: skip
+    return run
+
+
+def exact_quadratic_non_iid_runs(
+    C: Matrix,
+    tau1: int,
+    tau2: int,
+    T: Sequence[int],
+    *,
+    eta: Sequence[float],
+    curvatures: Sequence[np.ndarray],
+    minimisers: Sequence[np.ndarray],
+    sigma2: Sequence[float],
+    w1: Sequence[np.ndarray | None],
+) -> list[NonIidQuadraticRun]:
+    """:func:`exact_quadratic_non_iid` of m problems on the same C and schedule at once: problem k has its
+    own T[k], eta[k], curvatures[k] (N x d x d), minimisers[k] (N x d), sigma2[k] and w1[k] (same N and d).
+
+    The m recursions are stacked ((m, N, d) means, (m, Nd, Nd) covariances) and stepped together up to
+    max T; problem k's run is the first T[k] steps (the schedule of T[k] steps is a prefix of the longer
+    one, and no quantity depends on later steps). The same numbers as m separate calls up to float
+    rounding (tested); one step of m problems costs about as much as one step of one problem in numpy's
+    per-call overhead, which dominates at N d <= 400.
+    """
     M_ = check_mixing_matrix(C, require_connected=False)
     Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
     n = Cd.shape[0]
+    problems = [_non_iid_problem(n, *args) for args in zip(curvatures, minimisers, w1, strict=True)]
+    if not problems:
+        raise InputError("no problems given (expected at least one set of curvatures and minimisers)")
+    d = problems[0][0].shape[1]
+    if any(A.shape[1] != d for A, _, _ in problems):
+        raise InputError(f"the problems' dimensions d differ {[A.shape[1] for A, _, _ in problems]} "
+                         "(expected one d for all)")  # fmt: skip
+    A = np.stack([p[0] for p in problems])  # (m, N, d, d)
+    a = np.stack([p[1] for p in problems])
+    m = len(problems)
+    if not (len(T) == len(eta) == len(sigma2) == m):
+        raise InputError(
+            f"{len(T)} T, {len(eta)} eta and {len(sigma2)} sigma2 for {m} problems (expected {m} of each)"
+        )
+    eta_ = np.array([float(real_array("eta", e, low=0, low_open=True)) for e in eta])
+    s2 = np.array([float(real_array("sigma2", s, low=0)) for s in sigma2])
+    steps = [int(real_array("T", t, low=1, integer=True)) for t in T]
+    A_bar = A.mean(axis=1)  # (m, d, d)
+    b_bar = np.einsum("mnij,mnj->mi", A, a) / n
+    M = np.stack([np.tile(p[2], (n, 1)) for p in problems])  # (m, N, d)
+    S = np.zeros((m, n * d, n * d))
+    eye = np.eye(d)
+    step = np.zeros((m, n * d, n * d))  # blockdiag(I - eta A_i)
+    for i in range(n):
+        step[:, i * d : (i + 1) * d, i * d : (i + 1) * d] = eye - eta_[:, None, None] * A[:, i]
+    step_t = step.transpose(0, 2, 1)
+    gossip = np.kron(Cd, eye)
+    average = np.kron(np.full((1, n), 1.0 / n), eye)  # u = average @ vec(X)
+    centring = np.kron(np.eye(n) - np.full((n, n), 1.0 / n), eye)  # tr(centring S): drift noise
+    AtA = A_bar.transpose(0, 2, 1) @ A_bar
+    global_gram = np.einsum("ij,mkl->mikjl", np.eye(n), AtA).reshape(m, n * d, n * d)  # I kron A_bar^T A_bar
+    spread = A - A_bar[:, None]  # grad f_i(u) - grad F(u) = (A_i - A_bar) u - (A_i a_i - b_bar)
+    spread_gram = np.einsum("mnji,mnjk->mik", spread, spread)  # sum_i (A_i - A_bar)^T (A_i - A_bar)
+    offsets = np.einsum("mnij,mnj->mni", A, a) - b_bar[:, None]
+    noise = (eta_**2 * s2 / d)[:, None]  # added to the diagonal of S at a local step
+    pull = eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, a)
+    local = local_step_mask(tau1, tau2, max(steps))
+    out = {k: np.empty((len(local), m)) for k in ("grad", "drift", "node", "hetero", "moment")}
+    diagonal = np.arange(n * d)
+    for t, is_local in enumerate(local):
+        u = M.mean(axis=1)  # (m, d)
+        cov_u = average @ S @ average.T  # (m, d, d)
+        residual = np.einsum("mij,mj->mi", A_bar, u) - b_bar
+        out["grad"][t] = (residual**2).sum(-1) + (AtA * cov_u).sum((-2, -1))
+        out["drift"][t] = (((M - u[:, None]) ** 2).sum((-2, -1)) + (centring * S).sum((-2, -1))) / n
+        out["node"][t] = ((M @ A_bar - b_bar[:, None]) ** 2).sum((-2, -1)) + (global_gram * S).sum((-2, -1))
+        mean_part = ((np.einsum("mnij,mj->mni", spread, u) - offsets) ** 2).sum((-2, -1))
+        out["hetero"][t] = (mean_part + (spread_gram * cov_u).sum((-2, -1))) / n
+        out["moment"][t] = ((M**2).sum((-2, -1)) + np.trace(S, axis1=1, axis2=2)) / n
+        if is_local:
+            M = M - eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, M) + pull
+            S = step @ S @ step_t
+            S[:, diagonal, diagonal] += noise
+        else:
+            M = Cd @ M
+            S = gossip @ S @ gossip.T
+    return [
+        NonIidQuadraticRun(
+            *(out[key][:T_k, k].copy() for key in ("grad", "drift", "node", "hetero", "moment")),
+            local[:T_k],
+            float(np.linalg.eigvalsh(A[k]).max()),
+        )
+        for k, T_k in enumerate(steps)
+    ]
+
+
+def _non_iid_problem(
+    n: int, curvatures: np.ndarray, minimisers: np.ndarray, w1: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One problem's (A, a, w1) checked: A (N x d x d) symmetric positive semi-definite, a (N x d), w1 (d,)
+    (None: the minimiser of F)."""
     A = np.asarray(curvatures, dtype=np.float64)
     a = np.asarray(minimisers, dtype=np.float64)
     if A.ndim != 3 or A.shape[0] != n or A.shape[1] != A.shape[2]:
@@ -181,41 +287,7 @@ def exact_quadratic_non_iid(
         raise InputError(
             "curvatures are not all symmetric positive semi-definite (expected A_i = A_i^T >= 0)"
         )
-    eta_ = float(real_array("eta", eta, low=0, low_open=True))
-    s2 = float(real_array("sigma2", sigma2, low=0))
-    A_bar, b_bar = A.mean(axis=0), np.einsum("nij,nj->i", A, a) / n
-    start = np.linalg.lstsq(A_bar, b_bar, rcond=None)[0] if w1 is None else np.asarray(w1, dtype=np.float64)
-    M = np.tile(start, (n, 1))
-    S = np.zeros((n * d, n * d))
-    step = np.zeros((n * d, n * d))
-    for i in range(n):
-        step[i * d : (i + 1) * d, i * d : (i + 1) * d] = np.eye(d) - eta_ * A[i]
-    gossip = np.kron(Cd, np.eye(d))
-    average = np.kron(np.full((1, n), 1.0 / n), np.eye(d))  # u = average @ vec(X)
-    centring = np.kron(np.eye(n) - np.full((n, n), 1.0 / n), np.eye(d))  # tr(centring S): drift noise
-    global_grad = np.kron(np.eye(n), A_bar)  # grad F at every node: A_bar x_i - b_bar
-    global_gram = global_grad.T @ global_grad  # tr(G S G^T) = sum(G^T G * S)
-    spread = A - A_bar  # grad f_i(u) - grad F(u) = (A_i - A_bar) u - (A_i a_i - b_bar)
-    spread_gram = np.einsum("nji,njk->ik", spread, spread)  # sum_i (A_i - A_bar)^T (A_i - A_bar)
-    offsets = np.einsum("nij,nj->ni", A, a) - b_bar
-    noise = eta_**2 * s2 / d * np.eye(n * d)
-    pull = eta_ * np.einsum("nij,nj->ni", A, a)
-    local = local_step_mask(tau1, tau2, T)
-    out = {k: np.empty(len(local)) for k in ("grad", "drift", "node", "hetero", "moment")}
-    for t, is_local in enumerate(local):
-        u = M.mean(axis=0)
-        cov_u = average @ S @ average.T
-        out["grad"][t] = float(np.sum((A_bar @ u - b_bar) ** 2) + np.sum(A_bar.T @ A_bar * cov_u))
-        out["drift"][t] = (float(((M - u) ** 2).sum()) + float(np.sum(centring * S))) / n
-        out["node"][t] = float(np.sum((M @ A_bar - b_bar) ** 2) + np.sum(global_gram * S))
-        mean_part = float(np.sum((spread @ u - offsets) ** 2))
-        out["hetero"][t] = (mean_part + float(np.sum(spread_gram * cov_u))) / n
-        out["moment"][t] = (float((M**2).sum()) + float(np.trace(S))) / n
-        if is_local:
-            M = M - eta_ * np.einsum("nij,nj->ni", A, M) + pull
-            S = step @ S @ step.T + noise
-        else:
-            M = Cd @ M
-            S = gossip @ S @ gossip.T
-    L = float(np.linalg.eigvalsh(A).max())
-    return NonIidQuadraticRun(out["grad"], out["drift"], out["node"], out["hetero"], out["moment"], local, L)
+    if w1 is None:
+        A_bar, b_bar = A.mean(axis=0), np.einsum("nij,nj->i", A, a) / n
+        return A, a, np.linalg.lstsq(A_bar, b_bar, rcond=None)[0]
+    return A, a, np.asarray(w1, dtype=np.float64)
