@@ -436,6 +436,14 @@ def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
     atomic_write(path, write)
 
 
+def _owned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, copied when it is a view into a larger storage: torch.save writes a view's whole storage,
+    so a sweep's run saved its rows as the whole stacked X of all runs (8 runs: 8x the bytes)."""
+    if tensor.untyped_storage().nbytes() > tensor.numel() * tensor.element_size():
+        return tensor.clone()
+    return tensor
+
+
 def _save_checkpoint(
     path: Path,
     X: torch.Tensor,
@@ -449,11 +457,11 @@ def _save_checkpoint(
     """``gens``: the state of every process's compressor generator, in rank order (None: no generator)."""
     state = {
         "config": config,
-        "X": X.cpu(),
+        "X": _owned(X.cpu()),
         "t": t,
         "sampler": sampler.state(),
         "gen": gens,
-        "gossip": {k: v.cpu() for k, v in hat.items()},
+        "gossip": {k: _owned(v.cpu()) for k, v in hat.items()},
         "counters": dict(counters),
     }
     atomic_write(path, lambda p: torch.save(state, p))

@@ -52,6 +52,10 @@ def test_sweep_equals_the_runs_one_by_one(tiny, tmp_path) -> None:
         assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"single/{i}")
         for name in ("config.json", "checkpoint.pt", "summary.json"):
             assert (tmp_path / f"sweep/{i}" / name).is_file()
+        saved = torch.load(tmp_path / f"sweep/{i}/checkpoint.pt", weights_only=False)
+        tensors = [saved["X"], *saved["gossip"].values()]  # its own run's rows, not the whole stack
+        assert all(t.untyped_storage().nbytes() == t.numel() * t.element_size() for t in tensors)
+        assert saved["X"].shape[0] == configs[i].nodes
 
 
 def test_sweep_differs_from_a_wrong_reference(tiny, tmp_path) -> None:
