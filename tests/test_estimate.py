@@ -107,3 +107,12 @@ def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -
     assert out == "" and err.startswith("dfl-check: 2 checks, estimated about ")
     assert "8 simulations" in err and "never timed here (zeta-values)" in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "report.md").exists()
+
+
+def test_progress_bar_counts_checks_when_some_were_never_timed(tmp_path: Path, capsys) -> None:
+    """A bar weighted by an estimate that counts nothing would sit at 0/0 s: it counts checks instead."""
+    assert main(["--quick", "--only", "zeta-values", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "1/1 checks" in err and "estimated 0/0 s" not in err
+    assert main(["--quick", "--only", "zeta-values", "--out", str(tmp_path)]) == 0  # now timed (cached: 0 s)
+    assert "checks [" not in capsys.readouterr().err
