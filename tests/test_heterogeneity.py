@@ -66,11 +66,11 @@ def test_recursion_matches_a_monte_carlo_simulation() -> None:
 
 
 def test_stacked_recursion_equals_each_problem_alone() -> None:
-    """Problems of different T, eta, sigma^2, start, curvatures and minimisers stepped together (one run
-    shorter than the shared schedule's tail, one of a single step): each equals its recursion alone."""
+    """Problems of different T, eta, sigma^2, start, curvatures and minimisers stepped together (T = 9 ends
+    in local steps where T = 23 gossips; one of a single step): each equals its recursion alone."""
     C = mixing_matrix(ring(N))
     problems = [_problem(seed) for seed in (0, 1, 2)]
-    T, eta, sigma2, w1 = [23, 7, 1], [0.1, 0.05, 0.2], [0.0, 0.7, 2.0], [None, np.ones(D), np.zeros(D)]
+    T, eta, sigma2, w1 = [23, 9, 1], [0.1, 0.05, 0.2], [0.0, 0.7, 2.0], [None, np.ones(D), np.zeros(D)]
     runs = exact_quadratic_non_iid_runs(
         C, 3, 2, T, eta=eta, curvatures=[A for A, _ in problems], minimisers=[a for _, a in problems],
         sigma2=sigma2, w1=w1,

@@ -20,7 +20,7 @@ i.i.d. case of Assumption 1.4 (E g_i = grad F); different b_i break that assumpt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,7 @@ __all__ = [
     "NonIidQuadraticRun",
     "QuadraticRun",
     "exact_quadratic_dfl",
+    "exact_quadratic_dfl_runs",
     "exact_quadratic_non_iid",
     "exact_quadratic_non_iid_runs",
 ]
@@ -79,38 +80,116 @@ def exact_quadratic_dfl(
         targets: B (N x d), the minimisers b_i (default: zeros, d = 1).
         w1: the common starting point (d,) (default: zeros).
     """
+    (run,) = exact_quadratic_dfl_runs(
+        C, tau1, tau2, [T], eta=[eta], L=[L], sigma2=[sigma2], targets=[targets], w1=[w1]
+    )
+    return run
+
+
+def exact_quadratic_dfl_runs(
+    C: Matrix,
+    tau1: int,
+    tau2: int,
+    T: Sequence[int],
+    *,
+    eta: Sequence[float],
+    L: Sequence[float],
+    sigma2: Sequence[float],
+    targets: Sequence[np.ndarray | None],
+    w1: Sequence[np.ndarray | None],
+) -> list[QuadraticRun]:
+    """:func:`exact_quadratic_dfl` of m problems on the same C and schedule at once (problem k: T[k],
+    eta[k], L[k], sigma2[k], targets[k], w1[k]; one d for all), stacked as (m, N, d) means and (m, N, N)
+    noise Gram matrices and stepped together up to max T, each by its own schedule of T[k] steps
+    (:func:`_schedules`). The same numbers as m calls up to float rounding (tested)."""
     M_ = check_mixing_matrix(C, require_connected=False)
     Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
     n = Cd.shape[0]
     if n > 2000:
         raise InputError(f"N = {n} is too large for the exact recursion (expected N <= 2000)")
-    eta_ = float(real_array("eta", eta, low=0, low_open=True))
-    L_ = float(real_array("L", L, low=0))
-    s2 = float(real_array("sigma2", sigma2, low=0))
+    m = len(T)
+    if not (len(eta) == len(L) == len(sigma2) == len(targets) == len(w1) == m) or m == 0:
+        raise InputError(
+            f"{m} T, {len(eta)} eta, {len(L)} L, {len(sigma2)} sigma2, {len(targets)} targets and "
+            f"{len(w1)} w1 (expected the same number of each, at least one)"
+        )
+    eta_ = np.array([float(real_array("eta", e, low=0, low_open=True)) for e in eta])[:, None, None]
+    L_ = np.array([float(real_array("L", x, low=0)) for x in L])[:, None, None]
+    s2 = np.array([float(real_array("sigma2", x, low=0)) for x in sigma2])[:, None, None]
+    steps = [int(real_array("T", t, low=1, integer=True)) for t in T]
+    minimisers = [_targets(n, b) for b in targets]
+    if len({b.shape[1] for b in minimisers}) > 1:
+        raise InputError(
+            f"the problems' targets have d = {[b.shape[1] for b in minimisers]} (expected one d for all)"
+        )
+    B = np.stack(minimisers)  # (m, N, d)
+    d = B.shape[2]
+    start = [np.zeros(d) if w is None else np.asarray(w, dtype=np.float64) for w in w1]
+    M = np.stack([np.tile(w, (n, 1)) for w in start])
+    D = np.zeros((m, n, n))
+    centring = np.eye(n) - np.full((n, n), 1.0 / n)
+    b_bar = B.mean(axis=1)  # (m, d)
+    kinds = _schedules(tau1, tau2, steps)
+    grad, drift, node_grad = (np.empty((len(kinds), m)) for _ in range(3))
+    L2 = L_[:, 0, 0] ** 2
+    diagonal = np.arange(n)
+
+    def local(M: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        D = (1 - eta_ * L_) ** 2 * D
+        D[:, diagonal, diagonal] += (eta_**2 * s2)[:, :, 0]
+        return M - eta_ * L_ * (M - B), D
+
+    def gossip(M: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return Cd @ M, Cd @ D @ Cd
+
+    for t, is_local in enumerate(kinds):
+        u = M.mean(axis=1)
+        trace = np.trace(D, axis1=1, axis2=2)
+        grad[t] = L2 * (((u - b_bar) ** 2).sum(-1) + D.sum((1, 2)) / n**2)
+        node_grad[t] = L2 * (((M - b_bar[:, None]) ** 2).sum((1, 2)) + trace)
+        drift[t] = (((M - u[:, None]) ** 2).sum((1, 2)) + np.trace(centring @ D, axis1=1, axis2=2)) / n
+        M, D = _step_each(is_local, local, gossip, M, D)
+    return [
+        QuadraticRun(grad[:T_k, k].copy(), drift[:T_k, k].copy(), node_grad[:T_k, k].copy(), kinds[:T_k, k])
+        for k, T_k in enumerate(steps)
+    ]
+
+
+def _schedules(tau1: int, tau2: int, steps: Sequence[int]) -> np.ndarray:
+    """Each problem's :func:`~bounds.dfl.schedule.local_step_mask` of its own T = steps[k], as the columns of
+    one (max T) x m array (a column is padded with local steps after its T, which no quantity reads). A
+    shorter schedule is not always a prefix of a longer one: with T not a multiple of tau1 + tau2 its
+    tail of T - K tau steps is local where the longer one gossips."""
+    kinds = np.ones((max(steps), len(steps)), dtype=bool)
+    for k, T in enumerate(steps):
+        kinds[:T, k] = local_step_mask(tau1, tau2, T)
+    return kinds
+
+
+def _step_each(
+    is_local: np.ndarray,
+    local: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    gossip: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    M: np.ndarray,
+    S: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of stacked problems (M, S) (leading axis m), problem k local where is_local[k], else a
+    gossip step: one of the two maps when all agree, else both and each problem's own."""
+    if is_local.all():
+        return local(M, S)
+    if not is_local.any():
+        return gossip(M, S)
+    (M_local, S_local), (M_gossip, S_gossip) = local(M, S), gossip(M, S)
+    pick = is_local[:, None, None]
+    return np.where(pick, M_local, M_gossip), np.where(pick, S_local, S_gossip)
+
+
+def _targets(n: int, targets: np.ndarray | None) -> np.ndarray:
+    """The minimisers B (N x d) checked (None: zeros, d = 1)."""
     B = np.zeros((n, 1)) if targets is None else np.asarray(targets, dtype=np.float64)
     if B.ndim != 2 or B.shape[0] != n:
         raise InputError(f"targets have shape {B.shape} (expected N x d with N = {n})")
-    start = np.zeros(B.shape[1]) if w1 is None else np.asarray(w1, dtype=np.float64)
-    M = np.tile(start, (n, 1))
-    D = np.zeros((n, n))
-    centring = np.eye(n) - np.full((n, n), 1.0 / n)
-    b_bar = B.mean(axis=0)
-    local = local_step_mask(tau1, tau2, T)
-    grad = np.empty(len(local))
-    drift = np.empty(len(local))
-    node_grad = np.empty(len(local))
-    for t, is_local in enumerate(local):
-        u = M.mean(axis=0)
-        grad[t] = L_**2 * (float((u - b_bar) @ (u - b_bar)) + D.sum() / n**2)
-        node_grad[t] = L_**2 * (float(((M - b_bar) ** 2).sum()) + float(np.trace(D)))
-        drift[t] = (float(((M - u) ** 2).sum()) + float(np.trace(centring @ D))) / n
-        if is_local:
-            M = M - eta_ * L_ * (M - B)
-            D = (1 - eta_ * L_) ** 2 * D + eta_**2 * s2 * np.eye(n)
-        else:
-            M = Cd @ M
-            D = Cd @ D @ Cd
-    return QuadraticRun(grad, drift, node_grad, local)
+    return B
 
 
 @dataclass(frozen=True)
@@ -195,10 +274,9 @@ def exact_quadratic_non_iid_runs(
     own T[k], eta[k], curvatures[k] (N x d x d), minimisers[k] (N x d), sigma2[k] and w1[k] (same N and d).
 
     The m recursions are stacked ((m, N, d) means, (m, Nd, Nd) covariances) and stepped together up to
-    max T; problem k's run is the first T[k] steps (the schedule of T[k] steps is a prefix of the longer
-    one, and no quantity depends on later steps). The same numbers as m separate calls up to float
-    rounding (tested); one step of m problems costs about as much as one step of one problem in numpy's
-    per-call overhead, which dominates at N d <= 400.
+    max T, each by its own schedule of T[k] steps (:func:`_schedules`). The same numbers as m separate
+    calls up to float rounding (tested); one step of m problems costs about as much as one step of one
+    problem in numpy's per-call overhead, which dominates at N d <= 400.
     """
     M_ = check_mixing_matrix(C, require_connected=False)
     Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
@@ -229,7 +307,7 @@ def exact_quadratic_non_iid_runs(
     for i in range(n):
         step[:, i * d : (i + 1) * d, i * d : (i + 1) * d] = eye - eta_[:, None, None] * A[:, i]
     step_t = step.transpose(0, 2, 1)
-    gossip = np.kron(Cd, eye)
+    gossip_matrix = np.kron(Cd, eye)
     average = np.kron(np.full((1, n), 1.0 / n), eye)  # u = average @ vec(X)
     centring = np.kron(np.eye(n) - np.full((n, n), 1.0 / n), eye)  # tr(centring S): drift noise
     AtA = A_bar.transpose(0, 2, 1) @ A_bar
@@ -239,10 +317,19 @@ def exact_quadratic_non_iid_runs(
     offsets = np.einsum("mnij,mnj->mni", A, a) - b_bar[:, None]
     noise = (eta_**2 * s2 / d)[:, None]  # added to the diagonal of S at a local step
     pull = eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, a)
-    local = local_step_mask(tau1, tau2, max(steps))
-    out = {k: np.empty((len(local), m)) for k in ("grad", "drift", "node", "hetero", "moment")}
+    kinds = _schedules(tau1, tau2, steps)
+    out = {k: np.empty((len(kinds), m)) for k in ("grad", "drift", "node", "hetero", "moment")}
     diagonal = np.arange(n * d)
-    for t, is_local in enumerate(local):
+
+    def local(M: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S = step @ S @ step_t
+        S[:, diagonal, diagonal] += noise
+        return M - eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, M) + pull, S
+
+    def gossip(M: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return Cd @ M, gossip_matrix @ S @ gossip_matrix.T
+
+    for t, is_local in enumerate(kinds):
         u = M.mean(axis=1)  # (m, d)
         cov_u = average @ S @ average.T  # (m, d, d)
         residual = np.einsum("mij,mj->mi", A_bar, u) - b_bar
@@ -252,17 +339,11 @@ def exact_quadratic_non_iid_runs(
         mean_part = ((np.einsum("mnij,mj->mni", spread, u) - offsets) ** 2).sum((-2, -1))
         out["hetero"][t] = (mean_part + (spread_gram * cov_u).sum((-2, -1))) / n
         out["moment"][t] = ((M**2).sum((-2, -1)) + np.trace(S, axis1=1, axis2=2)) / n
-        if is_local:
-            M = M - eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, M) + pull
-            S = step @ S @ step_t
-            S[:, diagonal, diagonal] += noise
-        else:
-            M = Cd @ M
-            S = gossip @ S @ gossip.T
+        M, S = _step_each(is_local, local, gossip, M, S)
     return [
         NonIidQuadraticRun(
             *(out[key][:T_k, k].copy() for key in ("grad", "drift", "node", "hetero", "moment")),
-            local[:T_k],
+            kinds[:T_k, k],
             float(np.linalg.eigvalsh(A[k]).max()),
         )
         for k, T_k in enumerate(steps)
