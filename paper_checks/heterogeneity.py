@@ -102,15 +102,20 @@ def _cells(C: np.ndarray, zeta: float, tau1: int, tau2: int, problems: list[Prob
         sigma2=[p[3] for p in problems], w1=starts,
     )  # fmt: skip
     return [
-        _row(C, zeta, tau1, tau2, problem, w_star, w1, run)
+        _row(zeta, tau1, tau2, problem, w_star, w1, run)
         for problem, w_star, w1, run in zip(problems, w_stars, starts, runs, strict=True)
     ]
 
 
 def _row(
-    C: np.ndarray, zeta: float, tau1: int, tau2: int, problem: Problem, w_star: np.ndarray, w1: np.ndarray,
+    zeta: float,
+    tau1: int,
+    tau2: int,
+    problem: Problem,
+    w_star: np.ndarray,
+    w1: np.ndarray,
     run: NonIidQuadraticRun,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Every number the two checks judge of one cell's exact run."""
     label, K, eta, sigma2, A, a, start = problem
     n = a.shape[0]

@@ -281,20 +281,21 @@ def exact_quadratic_non_iid_runs(
     M_ = check_mixing_matrix(C, require_connected=False)
     Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
     n = Cd.shape[0]
+    m = len(T)
+    if not (len(eta) == len(curvatures) == len(minimisers) == len(sigma2) == len(w1) == m) or m == 0:
+        raise InputError(
+            f"{m} T, {len(eta)} eta, {len(curvatures)} curvatures, {len(minimisers)} minimisers, "
+            f"{len(sigma2)} sigma2 and {len(w1)} w1 (expected the same number of each, at least one)"
+        )
     problems = [_non_iid_problem(n, *args) for args in zip(curvatures, minimisers, w1, strict=True)]
-    if not problems:
-        raise InputError("no problems given (expected at least one set of curvatures and minimisers)")
-    d = problems[0][0].shape[1]
-    if any(A.shape[1] != d for A, _, _ in problems):
-        raise InputError(f"the problems' dimensions d differ {[A.shape[1] for A, _, _ in problems]} "
-                         "(expected one d for all)")  # fmt: skip
+    if len({A.shape[1] for A, _, _ in problems}) > 1:
+        raise InputError(
+            f"the problems' dimensions d differ {[A.shape[1] for A, _, _ in problems]} "
+            "(expected one d for all)"
+        )
     A = np.stack([p[0] for p in problems])  # (m, N, d, d)
     a = np.stack([p[1] for p in problems])
-    m = len(problems)
-    if not (len(T) == len(eta) == len(sigma2) == m):
-        raise InputError(
-            f"{len(T)} T, {len(eta)} eta and {len(sigma2)} sigma2 for {m} problems (expected {m} of each)"
-        )
+    d = A.shape[2]
     eta_ = np.array([float(real_array("eta", e, low=0, low_open=True)) for e in eta])
     s2 = np.array([float(real_array("sigma2", s, low=0)) for s in sigma2])
     steps = [int(real_array("T", t, low=1, integer=True)) for t in T]
