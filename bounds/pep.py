@@ -272,6 +272,9 @@ def _solve(problem: Any, solver: str | None) -> tuple[float | None, str]:
     try:
         with warnings.catch_warnings():  # "Solution may be inaccurate": the status says so
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            # cvxpy < 1.9 finds the shape of cp.sum by summing an uninitialised np.empty of its argument's
+            # shape (cvxpy/atoms/affine/sum.py), whose garbage warns; only the shape is used
+            warnings.filterwarnings("ignore", message=".* encountered in reduce", category=RuntimeWarning)
             value = problem.solve(wrapper="cvxpy", solver=solver, verbose=0)
     except Exception as exc:  # a solver failure is a result, not a crash
         return None, f"failed: {type(exc).__name__}: {exc}"

@@ -126,3 +126,30 @@ def test_the_interpolation_certificate_can_fail() -> None:
     assert interpolation_slack(triples, 0.5) < -1e-3
     triples[4] = (triples[4][0], triples[4][1] + 5.0, triples[4][2])
     assert interpolation_slack(triples, 2.0) < -1e-3
+
+
+def test_the_solve_hides_cvxpy_shape_probe_warnings_only() -> None:
+    """cvxpy < 1.9 finds cp.sum's shape by summing an uninitialised np.empty, whose garbage may warn
+    ("invalid value encountered in reduce": it did on tightness cells, at random); the solve hides that
+    warning and no other (a fake problem raises them, warnings as errors)."""
+    import warnings
+
+    from bounds.pep import _solve
+
+    class Fake:
+        wrapper = None
+
+        def __init__(self, values: list[float]) -> None:
+            self.values = values
+
+        def solve(self, **kwargs) -> float:
+            np.sum(np.array(self.values))  # inf + -inf: "invalid value encountered in reduce"
+            np.log(np.array([0.0]))  # "divide by zero encountered in log" when values is empty
+            return 1.5
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with np.errstate(divide="ignore"):
+            assert _solve(Fake([np.inf, -np.inf]), "CLARABEL") == (1.5, "optimal")
+        value, status = _solve(Fake([]), "CLARABEL")
+    assert value is None and "divide by zero" in status
