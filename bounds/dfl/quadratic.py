@@ -288,10 +288,9 @@ def exact_quadratic_non_iid_runs(
             f"{len(sigma2)} sigma2 and {len(w1)} w1 (expected the same number of each, at least one)"
         )
     problems = [_non_iid_problem(n, *args) for args in zip(curvatures, minimisers, w1, strict=True)]
-    if len({A.shape[1] for A, _, _ in problems}) > 1:
+    if len({p[0].shape[1] for p in problems}) > 1:
         raise InputError(
-            f"the problems' dimensions d differ {[A.shape[1] for A, _, _ in problems]} "
-            "(expected one d for all)"
+            f"the problems' dimensions d differ {[p[0].shape[1] for p in problems]} (expected one d for all)"
         )
     A = np.stack([p[0] for p in problems])  # (m, N, d, d)
     a = np.stack([p[1] for p in problems])
@@ -345,7 +344,7 @@ def exact_quadratic_non_iid_runs(
         NonIidQuadraticRun(
             *(out[key][:T_k, k].copy() for key in ("grad", "drift", "node", "hetero", "moment")),
             kinds[:T_k, k],
-            float(np.linalg.eigvalsh(A[k]).max()),
+            problems[k][3],
         )
         for k, T_k in enumerate(steps)
     ]
@@ -353,9 +352,9 @@ def exact_quadratic_non_iid_runs(
 
 def _non_iid_problem(
     n: int, curvatures: np.ndarray, minimisers: np.ndarray, w1: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One problem's (A, a, w1) checked: A (N x d x d) symmetric positive semi-definite, a (N x d), w1 (d,)
-    (None: the minimiser of F)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One problem's (A, a, w1, L) checked: A (N x d x d) symmetric positive semi-definite, a (N x d), w1 (d,)
+    (None: the minimiser of F); L = max_i ||A_i||_2 from the same eigenvalues as the check."""
     A = np.asarray(curvatures, dtype=np.float64)
     a = np.asarray(minimisers, dtype=np.float64)
     if A.ndim != 3 or A.shape[0] != n or A.shape[1] != A.shape[2]:
@@ -365,11 +364,13 @@ def _non_iid_problem(
         raise InputError(f"minimisers have shape {a.shape} (expected N x d = {n} x {d})")
     if n * d > 400:
         raise InputError(f"N d = {n * d} is too large for the exact recursion (expected N d <= 400)")
-    if not np.allclose(A, A.transpose(0, 2, 1)) or np.linalg.eigvalsh(A).min() < -1e-12:
+    eigenvalues = np.linalg.eigvalsh(A) if np.allclose(A, A.transpose(0, 2, 1)) else None
+    if eigenvalues is None or eigenvalues.min() < -1e-12:
         raise InputError(
             "curvatures are not all symmetric positive semi-definite (expected A_i = A_i^T >= 0)"
         )
+    L = float(eigenvalues.max())
     if w1 is None:
         A_bar, b_bar = A.mean(axis=0), np.einsum("nij,nj->i", A, a) / n
-        return A, a, np.linalg.lstsq(A_bar, b_bar, rcond=None)[0]
-    return A, a, np.asarray(w1, dtype=np.float64)
+        return A, a, np.linalg.lstsq(A_bar, b_bar, rcond=None)[0], L
+    return A, a, np.asarray(w1, dtype=np.float64), L
