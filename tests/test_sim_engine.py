@@ -291,3 +291,35 @@ def test_channels_last_modules_work_inside_vmap() -> None:
     with torch.no_grad():
         logits = vmap(lambda p, xb: functional_call(plain, p, (xb,)))(stack.unflatten(X), x)
     assert torch.allclose(logits, MnistCNN.forward_stacked(stack.unflatten(X), x), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel, stride", [(2, None), (3, 2)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_pooled_relu_is_the_papers_relu_then_pool_bit_for_bit(
+    kernel: int, stride: int | None, channels_last: bool
+) -> None:
+    """The CNNs pool before their ReLU (a quarter of the elements); values and gradients must be exactly
+    those of Appendix C's order, ReLU then max-pool, including windows with ties and all-negative ones."""
+    from torch.nn import functional as F
+
+    from sim.models import _pooled_relu
+
+    torch.manual_seed(2)
+    h = torch.randn(4, 6, 13, 13)
+    h[0, 0, :4, :4] = -1.0  # an all-negative window
+    h[1, 1, :4, :4] = 0.5  # ties between positive values
+    h[2, 2, :4, :4] = 0.0  # ties at zero
+    if channels_last:
+        h = h.contiguous(memory_format=torch.channels_last)
+    g = torch.randn_like(F.max_pool2d(h, kernel, stride))
+    results = []
+    for f in (lambda t: _pooled_relu(t, kernel, stride), lambda t: F.max_pool2d(F.relu(t), kernel, stride)):
+        t = h.clone().requires_grad_(True)
+        out = f(t)
+        out.backward(g)
+        results.append((out.detach(), t.grad))
+    assert torch.equal(results[0][0], results[1][0])
+    assert torch.equal(results[0][1], results[1][1])
+    # the check can fail: ReLU after an average pool is not the same thing
+    t = h.clone().requires_grad_(True)
+    assert not torch.equal(F.relu(F.avg_pool2d(t, kernel, stride)), results[1][0])
