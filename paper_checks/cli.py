@@ -23,6 +23,7 @@ from paper_checks.estimate import estimate
 from paper_checks.parallel import available_cores
 from paper_checks.report import run_checks, select, write_report
 from paper_checks.sweep_timing import time_sweep
+from sim.allocator import retain_freed_memory
 from sim.loop import atomic_write
 
 __all__ = ["main"]
@@ -71,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dfl-check: error: --jobs = {args.jobs} (expected a whole number >= 1)", file=sys.stderr)
         return 2
     try:
+        retain_freed_memory()
         out = writable_folder(args.out, "--out")
     except InputError as exc:
         print(f"dfl-check: error: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ from typing import Any
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
+from sim.allocator import retain_freed_memory
 from sim.errors import SimulationError
 from sim.loop import atomic_write
 from sim.runner import RunConfig, automatic_threads, run
@@ -293,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["run", *argv])
     try:
+        retain_freed_memory()
         out = args.run(args)
     except InputError as exc:
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
