@@ -23,7 +23,7 @@ from paper_checks.estimate import estimate
 from paper_checks.parallel import available_cores
 from paper_checks.report import run_checks, select, write_report
 from paper_checks.sweep_timing import time_sweep
-from sim.allocator import retain_freed_memory
+from sim.host import retain_freed_memory
 from sim.loop import atomic_write
 
 __all__ = ["main"]

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from sim.host import allowed_cpus
+
 __all__ = ["available_cores", "cell_map"]
 
 R = TypeVar("R")
@@ -25,7 +27,7 @@ core in every process, would run workers x cores threads on the cores)."""
 
 def available_cores() -> int:
     """The cores this process may run on (``os.sched_getaffinity``), the default of ``--jobs``."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return len(allowed_cpus())
 
 
 def cell_map(fn: Callable[..., R], tasks: Sequence[tuple[Any, ...]], workers: int = 1) -> list[R]:

@@ -27,8 +27,8 @@ from typing import Any
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
-from sim.allocator import retain_freed_memory
 from sim.errors import SimulationError
+from sim.host import retain_freed_memory
 from sim.loop import atomic_write
 from sim.runner import RunConfig, automatic_threads, run
 

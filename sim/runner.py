@@ -16,8 +16,9 @@ import torch
 
 from sim.config import RunConfig
 from sim.distributed import run_distributed
+from sim.host import automatic_threads
 from sim.loop import COLUMNS, Single, run_loop
-from sim.setup import automatic_threads, build_trainer, prepare
+from sim.setup import build_trainer, prepare
 
 __all__ = ["COLUMNS", "RunConfig", "automatic_threads", "run"]
 

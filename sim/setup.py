@@ -35,7 +35,6 @@ __all__ = [
     "RUN_FILES",
     "SPARSE_GOSSIP_FROM_NODES",
     "Setup",
-    "automatic_threads",
     "build_trainer",
     "check_resumable",
     "initial_point",
@@ -266,20 +265,6 @@ def _check_steps(config: RunConfig, saved: dict[str, Any], t: int) -> None:
             f"(the last, partial round of T = {saved['steps']} is all local steps; expected a T that keeps "
             "them, e.g. a whole number of rounds)"
         )
-
-
-def automatic_threads() -> int:
-    """Torch threads for a fresh process on a possibly shared machine (``dfl-sim run`` without --threads).
-
-    The cores this process may use (``os.sched_getaffinity``) less the 1-minute load average, at
-    least 1: on a busy machine torch's default (every core) makes each step wait for the slowest
-    core. ``OMP_NUM_THREADS``, when set, wins. Called at start-up, before this process adds load.
-    """
-    if "OMP_NUM_THREADS" in os.environ:
-        return torch.get_num_threads()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(cores, round(cores - busy)))
 
 
 def build_trainer(config: RunConfig, s: Setup) -> Trainer:

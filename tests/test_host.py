@@ -1,4 +1,4 @@
-"""sim.allocator: freed memory kept for reuse (no page faults for a step's recurring large activations)."""
+"""sim.host: freed memory kept for reuse (no page faults for a step's recurring large activations)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import sys
 import pytest
 
 from bounds import InputError
-from sim.allocator import ENV_SWITCH, retain_freed_memory
+from sim.host import ENV_SWITCH, automatic_threads, busy_cores, retain_freed_memory
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
 FAULTS = """
 import resource, sys, torch
-from sim.allocator import retain_freed_memory
+from sim.host import retain_freed_memory
 print(retain_freed_memory())
 def cycle():
     t = torch.empty(16 * 2**20)  # 64 MB: above glibc's largest adaptive mmap threshold (32 MB)
@@ -67,3 +67,47 @@ def test_switch_off_and_bad_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_SWITCH, "yes")
     with pytest.raises(InputError, match="DFLKIT_RETAIN_FREED_MEMORY = 'yes'"):
         retain_freed_memory()
+
+
+def _fake_stat(snapshots: list[dict[int, tuple[int, int]]]):
+    it = iter(snapshots)
+    return lambda: next(it)
+
+
+def test_busy_cores_from_idle_ticks() -> None:
+    """cpu0 busy all the window, cpu1 idle, cpu2 (not ours) busy: 1 of our 2 cores is busy."""
+    read = _fake_stat(
+        [{0: (100, 1000), 1: (500, 1000), 2: (0, 10)}, {0: (100, 1100), 1: (600, 1100), 2: (0, 110)}]
+    )
+    assert busy_cores([0, 1], window=0.0, read=read) == pytest.approx(1.0)
+    half = _fake_stat([{0: (0, 0)}, {0: (50, 100)}])
+    assert busy_cores([0], window=0.0, read=half) == pytest.approx(0.5)
+    assert busy_cores([3], window=0.0, read=_fake_stat([{0: (0, 0)}, {0: (1, 1)}])) is None
+
+
+def test_automatic_threads_counts_busy_cores_not_the_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A high load average from processes that have ended must not cost threads; cores busy now must."""
+    import sim.host as host
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(host, "allowed_cpus", lambda: [0, 1, 2, 3])
+    monkeypatch.setattr(host.os, "getloadavg", lambda: (3.5, 3.0, 2.0))
+    monkeypatch.setattr(host, "busy_cores", lambda cpus, window: 0.2)
+    assert automatic_threads() == 4
+    monkeypatch.setattr(host, "busy_cores", lambda cpus, window: 2.6)
+    assert automatic_threads() == 1
+    monkeypatch.setattr(host, "busy_cores", lambda cpus, window: 9.0)
+    assert automatic_threads() == 1  # at least one
+    monkeypatch.setattr(host, "busy_cores", lambda cpus, window: None)  # no /proc/stat: the load average
+    assert automatic_threads() == 1
+
+
+def test_proc_stat_is_read_here() -> None:
+    """On Linux the real /proc/stat gives a busy share between 0 and the number of cores."""
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("no /proc/stat")
+    from sim.host import allowed_cpus
+
+    cpus = allowed_cpus()
+    busy = busy_cores(cpus, window=0.05)
+    assert busy is not None and 0.0 <= busy <= len(cpus) + 1e-9
