@@ -14,7 +14,7 @@ from bounds import InputError
 from bounds.cdfl.compression import QSGD, Gossip, RandK, TopK
 from sim.cli import main
 from sim.compressors import compress_rows
-from sim.data import DataError, load_dataset
+from sim.data import PIXEL_LEVELS, DataError, load_dataset, through_table
 from sim.partition import Dirichlet, Given, Shards
 from sim.runner import COLUMNS, RunConfig, run
 
@@ -258,3 +258,30 @@ def test_cifar10_loads_the_standard_python_batches(cifar_dir) -> None:
     means = data.x_train.mean(dim=(0, 2, 3))  # per-channel normalised with the training statistics
     assert torch.allclose(means, torch.zeros(3), atol=1e-5)
     assert load_dataset("cifar10", cifar_dir / "cifar-10-batches-py").x_train.shape == (200, 3, 32, 32)
+
+
+def test_normalisation_tables_give_the_formulas_floats() -> None:
+    """MNIST's and CIFAR-10's normalisation by a 256-level lookup is bit-for-bit the formula on every pixel
+    (the loaders' old code), and the standard deviation from level counts is numpy's."""
+    from sim.data import MNIST_DIR, load_mnist, pixel_std
+
+    rng = np.random.default_rng(3)
+    raw = load_mnist.__wrapped__  # the loader itself, not its per-process cache
+    data = raw(MNIST_DIR)
+    import gzip
+
+    with gzip.open(MNIST_DIR / "t10k-images-idx3-ubyte.gz", "rb") as fh:
+        pixels = np.frombuffer(fh.read(), dtype=np.uint8, offset=16).reshape(-1, 28, 28)
+    formula = ((torch.from_numpy(pixels.astype(np.float32) / 255.0) - 0.1307) / 0.3081).unsqueeze(1)
+    assert torch.equal(data.x_test, formula)
+
+    x = rng.integers(0, 256, (300, 3, 8, 8), dtype=np.uint8)
+    x[:, 1] //= 3  # channels with different statistics
+    mean = x.reshape(-1, 3, 64).mean(axis=(0, 2)) / 255.0
+    std = (x.reshape(-1, 3, 64) / 255.0).std(axis=(0, 2))
+    assert np.allclose(pixel_std(x, mean), std, rtol=1e-13, atol=0)
+    table = ((PIXEL_LEVELS / 255.0)[None] - mean[:, None]) / std[:, None]
+    direct = ((x / 255.0 - mean.reshape(1, 3, 1, 1)) / std.reshape(1, 3, 1, 1)).astype(np.float32)
+    assert np.array_equal(through_table(x, table.astype(np.float32)).numpy(), direct)
+    wrong = table[::-1].copy()  # channels swapped: the check can fail
+    assert not np.array_equal(through_table(x, wrong.astype(np.float32)).numpy(), direct)
