@@ -56,9 +56,12 @@ def evaluate_runs(
     training sample).
 
     ``batched``: every model in one stacked pass (the default on a GPU, where one large pass keeps the
-    device busy), or model by model with the plain module (the default on the CPU, where a stacked
-    pass of grouped convolutions overflows the caches and costs up to twice as much per sample).
-    Both give the same metrics up to float rounding (tested).
+    device busy), or model by model with the plain module (the default on the CPU). On 2 cores
+    (2026-11-27, MNIST CNN, 500 samples) a stacked pass cost up to twice as much with glibc's default
+    allocator, which faults its large activations in afresh each time (8 runs: 3.0-3.2 s against
+    1.5-2.2 s); with freed memory retained (:mod:`sim.host`, as the CLIs run) the two are close (8 runs
+    1.59-1.73 s against 1.77-1.84 s, one run 0.22-0.24 s against 0.19-0.27 s), so the CPU keeps the
+    path that is never slow. Both give the same metrics up to float rounding (tested).
     """
     if not runs:
         return []

@@ -45,9 +45,12 @@ from sim.trainer import Trainer
 
 __all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
 
-SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call: beyond, the CPU's caches overflow
-# and the time per node-step grows (MNIST CNN, 2 cores, channels-last: 5.2 ms at 10 nodes x 32 samples,
-# 5.0 at 20, 7.5 at 40, 9.1 at 80; NCHW 6.9, 6.7, 9.0, 11.5)
+SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call. Measured 2026-11-26 (MNIST CNN, 2
+# cores, channels-last): 5.2 ms per node-step at 10 nodes x 32 samples, 5.0 at 20, 7.5 at 40, 9.1 at 80,
+# first read as caches overflowing; it was glibc's allocator faulting the larger activations in afresh every
+# call (2026-11-27: 115k-129k page faults per call at 80 nodes). With freed memory retained (sim.host, as the
+# CLIs run) the time per node-step is flat: 4.3 ms at 20, 4.2-4.7 at 40, 4.3 at 80; the cut stays at 640,
+# which costs the least memory and is fast either way.
 SAMPLES_PER_CALL_CUDA = 32768  # the largest stacked call measured on a GPU (bench, N = 1000 x 32 on an H100:
 # 21,410 node-steps/s, no faster than N = 100's 23,984); a 400-run probe sweep with 65,536 (2,048 nodes)
 # per call stopped with an error not captured (2026-11-26)
