@@ -209,6 +209,23 @@ def test_circulant_mixing_equals_the_matrix_product(n: int) -> None:
         assert CirculantMixing.of(path) is None
 
 
+@pytest.mark.parametrize("rows", [1, 2, 4, 5, 9])
+def test_circulant_blocks_change_no_bit(rows: int) -> None:
+    """Blocks of output rows (wrapping past the end of X) give exactly the passes over the whole matrix,
+    and both give C @ X, on an asymmetric circulant (weights 0.5, 0.3, 0.2 on offsets 0, 1, 3)."""
+    from sim.gossip import CirculantMixing
+
+    n = 9
+    C = np.zeros((n, n))
+    for k, c in {0: 0.5, 1: 0.3, 3: 0.2}.items():
+        C[np.arange(n), (np.arange(n) + k) % n] = c
+    X = torch.randn(n, 7)
+    whole = CirculantMixing({0: 0.5, 1: 0.3, 3: 0.2}, block_bytes=0).mix(X, X[:0])
+    blocked = CirculantMixing({0: 0.5, 1: 0.3, 3: 0.2}, block_bytes=rows * 7 * 4).mix(X, X[:0])
+    assert torch.equal(blocked, whole)
+    torch.testing.assert_close(whole, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-6, atol=1e-6)
+
+
 def test_fused_circulant_mixing_equals_the_matrix_product() -> None:
     """The compiled one-kernel form on an asymmetric circulant (weights 0.5, 0.3, 0.2 on offsets 0, 1, 3);
     skipped where torch.compile has no back end (no C++ compiler)."""
