@@ -22,17 +22,67 @@ Bad input raises :class:`InputError` naming the value and what was expected. See
 tour and the findings about the paper.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from bounds._checks import InputError
-from bounds.cdfl.compression import COMPRESSORS, make_compressor
-from bounds.cdfl.proposition2 import CDFLBound, cdfl_bound
-from bounds.dfl.proposition1 import DFLBound, bound_grid, dfl_bound, eta_max
-from bounds.dfl.schedule import local_step_mask
-from bounds.graph.mixing import RULES, check_mixing_matrix, lazy, load_matrix, mixing_matrix
-from bounds.graph.spectral import SpectralSummary, consensus_op_norm, spectral_summary, zeta
-from bounds.graph.topologies import TOPOLOGIES, from_edge_list, make_graph
-from bounds.plan.cost import CostModel
-from bounds.plan.optimize import OptimizeResult, optimize_dfl
-from bounds.plan.optimize_cdfl import optimize_cdfl
+
+if TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use (PEP 562)
+    from bounds.cdfl.compression import COMPRESSORS, make_compressor
+    from bounds.cdfl.proposition2 import CDFLBound, cdfl_bound
+    from bounds.dfl.proposition1 import DFLBound, bound_grid, dfl_bound, eta_max
+    from bounds.dfl.schedule import local_step_mask
+    from bounds.graph.mixing import RULES, check_mixing_matrix, lazy, load_matrix, mixing_matrix
+    from bounds.graph.spectral import SpectralSummary, consensus_op_norm, spectral_summary, zeta
+    from bounds.graph.topologies import TOPOLOGIES, from_edge_list, make_graph
+    from bounds.plan.cost import CostModel
+    from bounds.plan.optimize import OptimizeResult, optimize_dfl
+    from bounds.plan.optimize_cdfl import optimize_cdfl
+
+_LAZY = {
+    "CDFLBound": "bounds.cdfl.proposition2",
+    "COMPRESSORS": "bounds.cdfl.compression",
+    "CostModel": "bounds.plan.cost",
+    "DFLBound": "bounds.dfl.proposition1",
+    "OptimizeResult": "bounds.plan.optimize",
+    "RULES": "bounds.graph.mixing",
+    "SpectralSummary": "bounds.graph.spectral",
+    "TOPOLOGIES": "bounds.graph.topologies",
+    "bound_grid": "bounds.dfl.proposition1",
+    "cdfl_bound": "bounds.cdfl.proposition2",
+    "check_mixing_matrix": "bounds.graph.mixing",
+    "consensus_op_norm": "bounds.graph.spectral",
+    "dfl_bound": "bounds.dfl.proposition1",
+    "eta_max": "bounds.dfl.proposition1",
+    "from_edge_list": "bounds.graph.topologies",
+    "lazy": "bounds.graph.mixing",
+    "load_matrix": "bounds.graph.mixing",
+    "local_step_mask": "bounds.dfl.schedule",
+    "make_compressor": "bounds.cdfl.compression",
+    "make_graph": "bounds.graph.topologies",
+    "mixing_matrix": "bounds.graph.mixing",
+    "optimize_cdfl": "bounds.plan.optimize_cdfl",
+    "optimize_dfl": "bounds.plan.optimize",
+    "spectral_summary": "bounds.graph.spectral",
+    "zeta": "bounds.graph.spectral",
+}
+"""Where each re-exported name lives: its module is imported when the name is first used, so importing
+``bounds`` (or any of its modules: the package runs this file first) does not import sympy, scipy's
+optimisers and the bounds' code for a caller that needs only, say, ``InputError`` (``dfl-sim run``)."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bounds' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "COMPRESSORS",

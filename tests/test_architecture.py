@@ -67,3 +67,22 @@ def test_bounds_never_imports_torch() -> None:
         if name.startswith("bounds"):
             assert "import torch" not in path.read_text(), name
     assert not any(t.startswith("sim") for s, t in graph.edges if s.startswith("bounds"))
+
+
+def test_bounds_names_load_on_first_use() -> None:
+    """``bounds`` re-exports its names lazily (PEP 562): each name of __all__ resolves to the object in
+    the module it names, an unknown name is an AttributeError, and importing the package alone (as the
+    simulator's modules do) loads neither sympy nor the bounds' code."""
+    import subprocess
+    import sys
+
+    import bounds
+
+    assert set(bounds.__all__) == set(bounds._LAZY) | {"InputError"}
+    for name, module in bounds._LAZY.items():
+        assert getattr(bounds, name) is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        _ = bounds.nonexistent
+    probe = "import sys, bounds; print('sympy' in sys.modules, 'bounds.dfl.proposition1' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["False", "False"]
