@@ -121,7 +121,7 @@ class CirculantMixing:
         block = self.block_bytes
         if block is None:
             block = BLOCK_BYTES_CPU if own.device.type == "cpu" else 0
-        rows = max(1, block // max(1, own[:1].nbytes)) if block else n
+        rows = max(1, block // max(1, own[:1].nbytes) if block else n)
         out = torch.empty_like(own)
         for a in range(0, n, rows):
             b = min(n, a + rows)
