@@ -70,14 +70,24 @@ def test_bounds_never_imports_torch() -> None:
 
 
 def test_bounds_names_load_on_first_use() -> None:
-    """``bounds`` re-exports its names lazily (PEP 562): each name of __all__ resolves to the object in
-    the module it names, an unknown name is an AttributeError, and importing the package alone (as the
-    simulator's modules do) loads neither sympy nor the bounds' code."""
+    """``bounds`` re-exports its names lazily (PEP 562) and lists them three times, for three readers: the
+    imports it shows type checkers, its table of lazy names and __all__ (a literal, as ruff and type
+    checkers read it). The three must agree; each name resolves to the object in the module it names,
+    an unknown name is an AttributeError, and importing the package alone (as the simulator's modules
+    do) loads neither sympy nor the bounds' code."""
     import subprocess
     import sys
 
     import bounds
 
+    shown = {
+        alias.name: node.module
+        for node in ast.walk(ast.parse((ROOT / "bounds" / "__init__.py").read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module != "bounds._checks" and node.level == 0
+        for alias in node.names
+        if node.module and node.module.startswith("bounds.")
+    }
+    assert shown == bounds._LAZY
     assert set(bounds.__all__) == set(bounds._LAZY) | {"InputError"}
     for name, module in bounds._LAZY.items():
         assert getattr(bounds, name) is getattr(importlib.import_module(module), name)
