@@ -140,13 +140,13 @@ def _ratio(measured: float, bound: float) -> float | None:
 def drift_103_quadratic(ctx: CheckContext, bound_103: Any) -> Outcome:
     """``bound_103(eta, L, sigma2, N, tau1, tau2, zeta, T, S)``: the claimed bound on the drift x L^2."""
     rows: list[dict[str, Any]] = []
+    cells = list(itertools.product([1, 10, 50], [0.5, 1.0], [0.0, 3.0]))  # K, eta / eta_max, start
     for name, build in TOPOLOGIES.items():
         C = build()
         z = spectral_summary(C).zeta
         for tau1, tau2 in itertools.product(
             range(1, 5 if ctx.quick else 9), range(1, 6 if ctx.quick else 16)
         ):
-            cells = list(itertools.product([1, 10, 50], [0.5, 1.0], [0.0, 3.0]))  # K, eta / eta_max, start
             rows += [{"topology": name, **r} for r in _full_103_cells(C, z, tau1, tau2, cells, bound_103)]
     for r in rows:
         r["ratio"] = _ratio(r["measured"], r["bound_103"])
