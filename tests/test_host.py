@@ -52,7 +52,7 @@ def test_retained_memory_is_reused_without_page_faults() -> None:
 
 
 @pytest.mark.skipif(not GLIBC, reason="the settings are glibc's")
-def test_settings_reach_spawned_processes_and_keep_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_are_exported_to_child_processes_keeping_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_SWITCH, raising=False)
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
     monkeypatch.delenv("MALLOC_MMAP_MAX_", raising=False)
