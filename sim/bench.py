@@ -11,10 +11,12 @@ on the pixels):
   whether the device's default layout, :data:`sim.models.CHANNELS_LAST_DEVICES`, is the right one);
 * node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
   CUDA device the peak memory allocated on it;
-* the time of one gossip step X <- C X as N grows (dense and sparse C, and shifted adds for the
-  circulant ring; on CUDA also the shifted adds fused into one kernel by ``torch.compile``), beside the
-  time of one copy of X (``X.clone()``): the floor of any step that writes
-  a new N x d matrix (``gossip_ring_N_over_copy``);
+* the time of one gossip step X <- C X on a ring as N grows, and on a torus of the largest N (dense and
+  sparse C, and shifted diagonals, :class:`sim.gossip.DiagonalMixing`; on CUDA also the ring's shifted
+  adds fused into one kernel by ``torch.compile``), beside the time of one copy of X (``X.clone()``): the
+  floor of any step that writes a new N x d matrix (``gossip_ring_N_over_copy``,
+  ``gossip_torus_N_over_copy``); and which form a run takes there (``chosen``,
+  :func:`sim.gossip.choose_mixing`);
 * the FLOPs of one vectorised step (torch's FLOP counter) per second, against an n x n float32
   matmul measured in the same run as the device's attainable peak (``step_fraction_of_peak``);
 * ``sweep_over_sequential``: R = 8 MNIST runs of the default config end to end (start-up,
@@ -24,7 +26,8 @@ on the pixels):
 
 The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
 ``step_fraction_of_peak``, ``gossip_ring_10000_over_copy`` (the largest N; the faster of the shifted adds
-and their fused kernel, named by ``gossip_ring_10000_method``), ``sweep_over_sequential``.
+and their fused kernel, named by ``gossip_ring_10000_method``), ``gossip_torus_10000_over_copy``,
+``sweep_over_sequential``.
 
 Every tensor is created on the requested device (``cpu``, ``cuda`` or ``cuda:INDEX``;
 anything else is refused with an :class:`~bounds.InputError`). On a CUDA device the timer
@@ -48,11 +51,11 @@ import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
-from bounds import InputError, mixing_matrix
-from bounds.graph.topologies import ring
+from bounds import InputError
+from bounds.graph.mixing import topology_matrix
 from sim.algorithms import local_step_count, sparse_mixing
 from sim.engine import Stack
-from sim.gossip import CirculantMixing
+from sim.gossip import DiagonalMixing, choose_mixing
 from sim.models import MnistCNN, channels_last_default
 from sim.timing import seconds_per_call as _time
 
@@ -236,36 +239,51 @@ def distributed_benchmark(quick: bool, out: str) -> dict[str, Any]:
 
 
 def gossip_benchmark(
-    d: int, nodes: Sequence[int], repeats: int, device: torch.device, dense_up_to: int = 1000
-) -> dict[str, dict[str, float]]:
-    """Milliseconds of one gossip step X <- C X on an N-node ring (X: N x d float32), per N.
+    d: int,
+    nodes: Sequence[int],
+    repeats: int,
+    device: torch.device,
+    dense_up_to: int = 1000,
+    topology: str = "ring",
+) -> dict[str, dict[str, float | str]]:
+    """Milliseconds of one gossip step X <- C X on an N-node ``topology`` (X: N x d float32), per N.
 
     ``dense_ms`` (C as a dense matrix, only for N <= ``dense_up_to``), ``sparse_ms`` (C as
-    sparse CSR) and ``circulant_ms`` (:class:`sim.gossip.CirculantMixing`: shifted adds), beside
-    ``copy_ms``: one ``X.clone()`` on the same device with the same timer.
-    Every tensor is created on ``device``.
+    sparse CSR) and ``diagonal_ms`` (:class:`sim.gossip.DiagonalMixing`: shifted diagonals; on CUDA also
+    ``diagonal_compiled_ms``, the same fused into one kernel), beside ``copy_ms``: one ``X.clone()`` on
+    the same device with the same timer; ``chosen``: the form a run of that C takes on this device
+    (:func:`sim.gossip.choose_mixing`). Every tensor is created on ``device``.
     """
-    rows: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, float | str]] = {}
     for n in nodes:
-        C = mixing_matrix(ring(n))
+        C = topology_matrix(topology, n)
         X = torch.randn(n, d, device=device)
-        row: dict[str, float] = {}
+        row: dict[str, float | str] = {}
         if n <= dense_up_to:
             dense = torch.as_tensor(C.toarray() if sp.issparse(C) else C, dtype=torch.float32, device=device)
             row["dense_ms"] = round(1000 * _time(lambda dense=dense, X=X: dense @ X, repeats, device), 3)
             del dense
         sparse = sparse_mixing(C, device=device)
         row["sparse_ms"] = round(1000 * _time(lambda sparse=sparse, X=X: sparse @ X, repeats, device), 3)
-        circulant = CirculantMixing.of(C)
-        assert circulant is not None  # a ring's mixing matrix is circulant
-        shifted = lambda circulant=circulant, X=X: circulant.mix(X, X[:0])  # noqa: E731
-        row["circulant_ms"] = round(1000 * _time(shifted, repeats, device), 3)
+        diagonal = DiagonalMixing.of(C)
+        assert diagonal is not None  # any C (no limit on its diagonals)
+        shifted = lambda diagonal=diagonal, X=X: diagonal.mix(X, X[:0])  # noqa: E731
+        row["diagonal_ms"] = round(1000 * _time(shifted, repeats, device), 3)
         if device.type == "cuda":  # the shifted adds fused into one kernel by torch.compile (Triton)
-            row["circulant_compiled_ms"] = _compiled_circulant_ms(circulant, X, repeats)
+            row["diagonal_compiled_ms"] = _compiled_diagonal_ms(diagonal, X, repeats)
         row["copy_ms"] = round(1000 * _time(lambda X=X: X.clone(), repeats, device), 3)
+        row["chosen"] = _form(choose_mixing(C, device))
         rows[str(n)] = row
         del X, sparse
     return rows
+
+
+def _form(mixing: object) -> str:
+    """The name of a form of C that :func:`sim.gossip.choose_mixing` returns."""
+    if isinstance(mixing, DiagonalMixing):
+        return "diagonal"
+    assert isinstance(mixing, torch.Tensor)
+    return "dense" if mixing.layout == torch.strided else "sparse"
 
 
 def _ms(value: float | str | None) -> float:
@@ -273,12 +291,12 @@ def _ms(value: float | str | None) -> float:
     return value if isinstance(value, float) else float("inf")
 
 
-def _compiled_circulant_ms(circulant: CirculantMixing, X: torch.Tensor, repeats: int) -> float | str:
-    """Milliseconds of :meth:`CirculantMixing.fused` (after compiling it and checking it against
-    :meth:`CirculantMixing.mix`), or why it could not be compiled."""
+def _compiled_diagonal_ms(diagonal: DiagonalMixing, X: torch.Tensor, repeats: int) -> float | str:
+    """Milliseconds of :meth:`DiagonalMixing.fused` (after compiling it and checking it against
+    :meth:`DiagonalMixing.mix`), or why it could not be compiled."""
     try:
-        fused = circulant.fused()
-        torch.testing.assert_close(fused(X), circulant.mix(X, X[:0]), rtol=1e-5, atol=1e-6)
+        fused = diagonal.fused()
+        torch.testing.assert_close(fused(X), diagonal.mix(X, X[:0]), rtol=1e-5, atol=1e-6)
         return round(1000 * _time(lambda: fused(X), repeats, X.device), 3)
     except Exception as exc:  # no compiler back end here: report it, measure the rest
         return f"not compiled: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
@@ -380,15 +398,18 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         del X, xs, ys
     gossip = gossip_benchmark(stack.d, sizes.gossip_nodes, repeats, dev, sizes.dense_gossip_up_to)
     out[f"gossip_step_ms_d{stack.d}"] = gossip
-    largest = str(max(sizes.gossip_nodes))  # the memory-bound regime: one gossip step against one copy
-    fastest = min(  # the shifted adds, or the same fused into one kernel where it compiled (CUDA)
-        ("circulant_ms", "circulant_compiled_ms"), key=lambda k: _ms(gossip[largest].get(k))
-    )
-    out[f"gossip_ring_{largest}_over_copy"] = round(gossip[largest][fastest] / gossip[largest]["copy_ms"], 2)
-    out[f"gossip_ring_{largest}_method"] = fastest.removesuffix("_ms")
-    out[f"gossip_ring_{largest}_sparse_over_copy"] = round(
-        gossip[largest]["sparse_ms"] / gossip[largest]["copy_ms"], 2
-    )
+    largest = max(sizes.gossip_nodes)  # the memory-bound regime: one gossip step against one copy
+    torus = gossip_benchmark(stack.d, (largest,), repeats, dev, sizes.dense_gossip_up_to, "torus")
+    out[f"gossip_torus_step_ms_d{stack.d}"] = torus
+    for name, row in (("ring", gossip[str(largest)]), ("torus", torus[str(largest)])):
+        fastest = min(  # the shifted adds, or the same fused into one kernel where it compiled (CUDA)
+            ("diagonal_ms", "diagonal_compiled_ms"), key=lambda k, row=row: _ms(row.get(k))
+        )
+        out[f"gossip_{name}_{largest}_over_copy"] = round(_ms(row[fastest]) / _ms(row["copy_ms"]), 2)
+        out[f"gossip_{name}_{largest}_method"] = fastest.removesuffix("_ms")
+        sparse = _ms(row["sparse_ms"]) / _ms(row["copy_ms"])
+        out[f"gossip_{name}_{largest}_sparse_over_copy"] = round(sparse, 2)
+        out[f"gossip_{name}_{largest}_chosen"] = row["chosen"]
     with tempfile.TemporaryDirectory() as folder:
         sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder, sizes.sweep_repeats)
     out["sweep"] = sweep

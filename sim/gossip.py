@@ -26,22 +26,59 @@ import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
+from sim.algorithms import sparse_mixing
 from sim.compressors import compress_rows
 
 __all__ = [
     "BLOCK_BYTES_CPU",
+    "DIAGONALS_PER_NONZERO",
+    "SPARSE_GOSSIP_FROM_NODES",
     "ChocoGossip",
-    "CirculantMixing",
+    "DiagonalMixing",
     "ExactGossip",
     "LocalMixing",
     "Mixing",
     "as_mixing",
+    "choose_mixing",
 ]
 
-BLOCK_BYTES_CPU = 4 << 20  # CirculantMixing's output block on the CPU: 4 MiB (51 rows of the MNIST CNN's
+BLOCK_BYTES_CPU = 4 << 20  # DiagonalMixing's output block on the CPU: 4 MiB (51 rows of the MNIST CNN's
 # d = 20,490), which with its shifted source rows stays in the cache between the diagonals' adds. Ring, N =
 # 10,000, d = 20,490 on 2 cores (2026-11-27): 8 rows 194 ms, 16 134, 32 121, 64 119, 128 153, 512 188, the
 # whole matrix 181; on a GPU the passes over the whole matrix (one kernel each) stay.
+
+SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X up to this many rows, a sparse form above (see dfl-sim bench)
+DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for a C with at most this
+# many non-zero diagonals per non-zero of its fullest row. Each diagonal costs about 0.7 copies of X and
+# each non-zero of a CSR row about 0.75 (2 cores, 2026-11-27, d = 20,490, one step in a fresh process,
+# median of 12 after 4 warm-up steps, freed memory retained; copy / CSR / diagonals in ms): ring of 10,000
+# (3 diagonals, 3 non-zeros a row) 63 / 208 / 153; path of 10,000 (3, 3) 56 / 176 / 149; exponential graph
+# of 8,192 (26, 26) 47 / 1,815 / 791; torus 100 x 100 (7, 5) 57 / 216 / 295; 400 rings of 10 stacked
+# (5, 3) 27 / 83 / 74; hypercube of 8,192 (26, 14) 44 / 506 / 977. CSR's time varies up to 5-fold with
+# the process's history (the same torus 906 ms after other runs); the shifted diagonals' does not.
+
+
+def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> Mixing | torch.Tensor:
+    """The form of C for ``C @ X`` in a one-process run (every form gives C @ X up to float rounding):
+
+    * at most SPARSE_GOSSIP_FROM_NODES rows, or C = J (``uses_J``): the dense matrix;
+    * on the CPU, C with at most DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of its fullest
+      row (circulant graphs: rings, exponential graphs; paths): :class:`DiagonalMixing`;
+    * otherwise sparse CSR without explicit zeros (tori, hypercubes, a sweep's block-diagonal rings; on a
+      GPU every C: there the shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against
+      1.99 ms for the 10,000-ring on an H100, 2026-11-26).
+    """
+    if C.shape[0] <= SPARSE_GOSSIP_FROM_NODES or uses_J:
+        dense = C.toarray() if sp.issparse(C) else np.asarray(C)
+        return torch.as_tensor(dense, dtype=torch.float32, device=device)
+    M = sp.csr_matrix(C, dtype=np.float64)
+    M.eliminate_zeros()  # sp.block_diag of dense blocks stores their zeros: a CSR product would pay for them
+    if torch.device(device).type == "cpu":
+        fullest = int(np.diff(M.indptr).max())
+        diagonal = DiagonalMixing.of(M, max_diagonals=int(DIAGONALS_PER_NONZERO * fullest))
+        if diagonal is not None:
+            return diagonal
+    return sparse_mixing(M, device=device)
 
 
 class Mixing(Protocol):
@@ -84,51 +121,75 @@ class LocalMixing:
 
 
 @dataclass
-class CirculantMixing:
-    """C circulant, C_ij = c_((j - i) mod N) (rings, complete graphs, any graph whose mixing matrix is):
-    ``C @ X`` as one scaled copy and a shifted add per other non-zero diagonal, each a pass over X in
-    memory order, instead of a sparse product. Same result as ``C @ X`` up to float rounding (the
-    terms are summed in another order), so runs use :class:`LocalMixing` unless they ask for it.
+class DiagonalMixing:
+    """C as a sum of shifted diagonals, C_ij = w_k[i] for j = (i + k) mod N, so that
+    ``(C X)_i = sum_k w_k[i] X_((i + k) mod N)``: one scaled copy and a shifted add per other diagonal,
+    each a pass over X in memory order, instead of a sparse product.
+
+    ``weights`` maps each offset k (0 <= k < N) to its diagonal: a number where the diagonal is constant (C
+    circulant: rings, complete and exponential graphs), else the N per-row weights, zero where row i has
+    no entry at offset k (tori: offsets 0, +-1, +-(cols - 1), +-cols; paths; the block-diagonal matrix of a
+    sweep's rings). Same result as ``C @ X`` up to float rounding (the terms are summed in another order);
+    :func:`choose_mixing` picks it where it was measured to be faster than a sparse product. A per-row
+    weight of 0 still multiplies its row of X: an infinite entry of X spreads NaN to rows that are not
+    its neighbours (a run stops at any non-finite entry of X anyway).
     """
 
-    weights: dict[int, float]  # offset k -> c_k, (C X)_i = sum_k c_k X_((i + k) mod N)
+    weights: dict[int, float | np.ndarray]  # offset k -> its constant w_k, or its N per-row weights
     halo_size: int = 0
     block_bytes: int | None = None  # rows of the output per block (see mix); None: BLOCK_BYTES_CPU on the
     # CPU, every row in one block elsewhere
+    _tensors: dict[tuple[torch.device, torch.dtype], dict[int, float | torch.Tensor]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
-    def of(cls, C: Any, rtol: float = 1e-12) -> CirculantMixing | None:
-        """The operator of C if C is circulant (up to ``rtol``), else None."""
-        M = sp.coo_matrix(C, dtype=np.float64)  # O(nnz): a 10,000-node ring needs no dense N x N copy
+    def of(cls, C: Any, max_diagonals: int | None = None, rtol: float = 1e-12) -> DiagonalMixing | None:
+        """The operator of C (N x N, dense or sparse), or None when C has more than ``max_diagonals``
+        non-zero diagonals (None: any number). A diagonal whose weights agree to ``rtol`` (relative to C's
+        largest entry) is stored as one number. O(nnz) before the check: a 10,000-node ring needs no dense
+        N x N copy."""
+        M = sp.coo_matrix(C, dtype=np.float64)
+        M.eliminate_zeros()
         n = M.shape[0]
-        first = np.zeros(n)
-        first[M.col[M.row == 0]] = M.data[M.row == 0]
-        diagonals = np.flatnonzero(first)
-        expected = first[(M.col - M.row) % n]  # C_ij = c_((j - i) mod N)
-        circulant = M.nnz == n * len(diagonals) and np.allclose(
-            M.data, expected, rtol=rtol, atol=rtol * np.abs(first).max()
-        )
-        return cls({int(k): float(first[k]) for k in diagonals}) if circulant else None
+        offsets, index = np.unique((M.col - M.row) % n, return_inverse=True)
+        if max_diagonals is not None and len(offsets) > max_diagonals:
+            return None
+        W = np.zeros((len(offsets), n))
+        W[index, M.row] = M.data
+        tol = rtol * (np.abs(M.data).max() if M.nnz else 1.0)
+        return cls({
+            int(k): float(w[0]) if np.allclose(w, w[0], rtol=rtol, atol=tol) else w
+            for k, w in zip(offsets, W, strict=True)
+        })  # fmt: skip
+
+    @property
+    def circulant(self) -> bool:
+        """Every diagonal is constant (C circulant)."""
+        return all(isinstance(w, float) for w in self.weights.values())
 
     def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
         """``C @ own``, block by block of output rows (``block_bytes`` each): a block is written by the
         scaled copy and then updated by each diagonal's shifted add while it is still in the cache, so X is
-        read from memory about once and the output written once. On 2 cores (2026-11-27, ring, N = 10,000,
-        d = 20,490, 820 MB): 119-121 ms in blocks of 32-64 rows against 181 ms in passes over the whole
-        matrix and 57 ms for one copy of X. Every element is summed in the same order either way, so the
-        blocks change no bit of the result (tested)."""
+        read from memory about once per diagonal whose source rows are not in the cache (once in all for a
+        ring) and the output written once. On 2 cores (2026-11-27, ring, N = 10,000, d = 20,490, 820 MB):
+        119-121 ms in blocks of 32-64 rows against 181 ms in passes over the whole matrix and 57 ms for one
+        copy of X. Every element is summed in the same order either way, so the blocks change no bit of
+        the result (tested)."""
         n = own.shape[0]
         block = self.block_bytes
         if block is None:
             block = BLOCK_BYTES_CPU if own.device.type == "cpu" else 0
         rows = max(1, block // max(1, own[:1].nbytes) if block else n)
+        weights = self._on(own)
         out = torch.empty_like(own)
         for a in range(0, n, rows):
             b = min(n, a + rows)
-            torch.mul(own[a:b], self.weights.get(0, 0.0), out=out[a:b])
-            for k, c in self.weights.items():
+            w0 = weights.get(0, 0.0)
+            torch.mul(own[a:b], w0 if isinstance(w0, float) else w0[a:b], out=out[a:b])
+            for k, w in weights.items():
                 if k:
-                    _add_rows(out[a:b], own, (a + k) % n, c)
+                    _add_rows(out[a:b], own, (a + k) % n, w if isinstance(w, float) else w[a:b])
         return out
 
     def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
@@ -138,26 +199,44 @@ class CirculantMixing:
         return full, full[:0]
 
     def fused(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        """``C @ X`` as one expression sum_k c_k roll(X, -k) compiled by ``torch.compile`` into one kernel
+        """``C @ X`` as one expression sum_k w_k roll(X, -k) compiled by ``torch.compile`` into one kernel
         (Triton on a GPU): one read of X (the shifted rows come from the cache) and one write, where
         :meth:`mix` makes a pass per diagonal. Compiled on its first call (seconds); raises what the
         compiler raises where no back end is available."""
-        weights = tuple(self.weights.items())
+        weights = tuple(
+            (k, w if isinstance(w, float) else torch.from_numpy(w)[:, None]) for k, w in self.weights.items()
+        )
 
         def mix(X: torch.Tensor) -> torch.Tensor:
-            return sum((c * torch.roll(X, -k, dims=0) for k, c in weights), torch.zeros_like(X))
+            terms = ((w if isinstance(w, float) else w.to(X)) * torch.roll(X, -k, dims=0) for k, w in weights)
+            return sum(terms, torch.zeros_like(X))
 
         return torch.compile(mix, dynamic=False)
 
+    def _on(self, X: torch.Tensor) -> dict[int, float | torch.Tensor]:
+        """The weights with each per-row diagonal as an (N, 1) tensor of X's device and dtype (made once)."""
+        key = (X.device, X.dtype)
+        if key not in self._tensors:
+            self._tensors[key] = {
+                k: w if isinstance(w, float) else torch.from_numpy(w)[:, None].to(X.device, X.dtype)
+                for k, w in self.weights.items()
+            }
+        return self._tensors[key]
 
-def _add_rows(out: torch.Tensor, X: torch.Tensor, first: int, c: float) -> None:
-    """out += c X[(first + i) mod N] for the rows i of out (a run of consecutive rows of X that may wrap
-    past its end: at most two slices)."""
+
+def _add_rows(out: torch.Tensor, X: torch.Tensor, first: int, w: float | torch.Tensor) -> None:
+    """out += w X[(first + i) mod N] for the rows i of out (a run of consecutive rows of X that may wrap
+    past its end: at most two slices); ``w`` a number, or one weight per row of out (m x 1)."""
     m = out.shape[0]
     head = min(m, X.shape[0] - first)
-    out[:head].add_(X[first : first + head], alpha=c)
+    if isinstance(w, float):
+        out[:head].add_(X[first : first + head], alpha=w)
+        if head < m:
+            out[head:].add_(X[: m - head], alpha=w)
+        return
+    out[:head].addcmul_(X[first : first + head], w[:head])
     if head < m:
-        out[head:].add_(X[: m - head], alpha=c)
+        out[head:].addcmul_(X[: m - head], w[head:])
 
 
 def as_mixing(C: Mixing | torch.Tensor) -> Mixing:

@@ -22,18 +22,17 @@ from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import writable_folder
 from bounds.graph.mixing import check_mixing_matrix, topology_matrix
 from bounds.plan.cost import CostModel
-from sim.algorithms import algorithm, resolve_schedule, sparse_mixing, step_kinds
+from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
 from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
-from sim.gossip import ChocoGossip, ExactGossip
+from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
 from sim.trainer import Trainer
 
 __all__ = [
     "RUN_FILES",
-    "SPARSE_GOSSIP_FROM_NODES",
     "Setup",
     "build_trainer",
     "check_resumable",
@@ -43,8 +42,6 @@ __all__ = [
     "prepare",
     "prepare_out",
 ]
-
-SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X below, sparse CSR above (see dfl-sim bench)
 
 
 def mixing(config: RunConfig, uses_J: bool) -> np.ndarray:
@@ -269,10 +266,7 @@ def _check_steps(config: RunConfig, saved: dict[str, Any], t: int) -> None:
 
 def build_trainer(config: RunConfig, s: Setup) -> Trainer:
     """The single-process trainer of a prepared run: X = x0 on every node, the run's gossip and sampler."""
-    if config.nodes > SPARSE_GOSSIP_FROM_NODES and not s.uses_J:
-        C = sparse_mixing(s.C, device=s.device)
-    else:
-        C = torch.as_tensor(s.C, dtype=torch.float32, device=s.device)
+    C = choose_mixing(s.C, s.device, s.uses_J)
     choco = algorithm(config.algorithm).compressed
     gossip = ChocoGossip(C, config.gamma, s.compressor) if choco else ExactGossip(C)
     gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)

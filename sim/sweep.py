@@ -7,7 +7,7 @@ number of steps. Each step:
 * every run in a local step (or a D-SGD step) draws its own mini-batches from its own sampler, and the
   gradients of all their rows come from one stacked call per batch size (:meth:`Stack.gradients`);
 * the runs in an exact gossip step mix their rows with one block-diagonal product
-  blockdiag(C_r) @ X (dense, or sparse CSR above ``SPARSE_GOSSIP_FROM_NODES`` rows, as a single run);
+  blockdiag(C_r) @ X (in the form a single run of that many rows takes, :func:`sim.gossip.choose_mixing`);
   CHOCO-G runs step their own :class:`~sim.gossip.ChocoGossip` with their own compressor stream;
 * X <- X - eta_r G on the rows of the runs that took a local step (after the mixing for D-SGD:
   C X - eta G(X), as eq. (glo-d-sgd)).
@@ -28,19 +28,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 import torch
 
 from bounds import InputError
-from sim.algorithms import BOTH, GOSSIP, LOCAL, sparse_mixing
+from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.config import RunConfig
 from sim.data import load_dataset
 from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
-from sim.gossip import ExactGossip
+from sim.gossip import ExactGossip, Mixing, as_mixing, choose_mixing
 from sim.loop import Health, RunRecorder, Single, health_of_runs
-from sim.setup import SPARSE_GOSSIP_FROM_NODES, Setup, build_trainer, prepare
+from sim.setup import Setup, build_trainer, prepare
 from sim.trainer import Trainer
 
 __all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
@@ -168,7 +167,7 @@ class SweepEngine:
         exact = [lane for lane in gossiping if isinstance(lane.gossip, ExactGossip)]
         if exact:  # one block-diagonal product for every exact gossip step
             rows = self._rows(exact)
-            new[rows] = self._block(exact) @ X[rows]
+            new[rows] = self._block(exact).mix(X[rows], X[:0])
         for lane in gossiping:
             if lane not in exact:  # CHOCO-G: its own X_hat and compressor stream
                 new[lane.rows] = lane.gossip.step(X[lane.rows], lane.gen)
@@ -262,15 +261,13 @@ class SweepEngine:
         index = lambda: np.concatenate([np.arange(lane.rows.start, lane.rows.stop) for lane in lanes])  # noqa: E731
         return self._memo(("rows", tuple(lane.index for lane in lanes)), lambda: self._device(index()))
 
-    def _block(self, lanes: Sequence[Lane]) -> torch.Tensor:
-        """blockdiag(C_r) of ``lanes`` (dense, or sparse CSR beyond SPARSE_GOSSIP_FROM_NODES rows)."""
+    def _block(self, lanes: Sequence[Lane]) -> Mixing:
+        """blockdiag(C_r) of ``lanes``, in the form a single run of that many rows takes
+        (:func:`sim.gossip.choose_mixing`: dense, shifted diagonals or sparse CSR)."""
 
-        def build() -> torch.Tensor:
-            blocks = [self.C[lane.index] for lane in lanes]
-            if sum(C.shape[0] for C in blocks) > SPARSE_GOSSIP_FROM_NODES:
-                return sparse_mixing(sp.block_diag(blocks, format="csr"), device=self.X.device)
-            dense = [C.toarray() if sp.issparse(C) else np.asarray(C) for C in blocks]
-            return torch.as_tensor(scipy.linalg.block_diag(*dense), dtype=torch.float32, device=self.X.device)
+        def build() -> Mixing:
+            blocks = sp.block_diag([self.C[lane.index] for lane in lanes], format="csr")
+            return as_mixing(choose_mixing(blocks, self.X.device))
 
         return self._memo(("block", tuple(lane.index for lane in lanes)), build)
 

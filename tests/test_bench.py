@@ -101,16 +101,17 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     assert set(out) >= {"N2_B2", "N3_B2", "timer"}
     gossip = out[f"gossip_step_ms_d{20490}"]
     assert set(gossip) == {"4", "6"}
-    assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "circulant_ms", "copy_ms"}
-    assert set(gossip["6"]) == {
-        "sparse_ms",
-        "circulant_ms",
-        "copy_ms",
-    }  # above dense_gossip_up_to: no dense C
-    ratio = gossip["6"]["circulant_ms"] / gossip["6"]["copy_ms"]
-    assert out["gossip_ring_6_over_copy"] == pytest.approx(ratio, rel=0.01, abs=0.01)
-    assert "gossip_ring_6_sparse_over_copy" in out
-    assert all(v >= 0 for row in gossip.values() for v in row.values())
+    assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "diagonal_ms", "copy_ms", "chosen"}
+    assert set(gossip["6"]) == {"sparse_ms", "diagonal_ms", "copy_ms", "chosen"}  # above dense_gossip_up_to
+    assert gossip["6"]["chosen"] == "dense"  # 6 nodes: at most SPARSE_GOSSIP_FROM_NODES
+    torus = out[f"gossip_torus_step_ms_d{20490}"]
+    assert set(torus) == {"6"}  # at the largest N only
+    for name, row in (("ring", gossip["6"]), ("torus", torus["6"])):
+        ratio = row["diagonal_ms"] / row["copy_ms"]
+        assert out[f"gossip_{name}_6_over_copy"] == pytest.approx(ratio, rel=0.01, abs=0.01)
+        assert out[f"gossip_{name}_6_method"] == "diagonal"
+        assert f"gossip_{name}_6_sparse_over_copy" in out and out[f"gossip_{name}_6_chosen"] == "dense"
+    assert all(v >= 0 for row in gossip.values() for v in row.values() if not isinstance(v, str))
     row = out["N2_B2"]
     assert out["step_over_big_batch"] == row["step_time_over_single_big_batch"]
     layouts, big = row["step_ms_by_layout"], row["big_batch_ms_by_layout"]

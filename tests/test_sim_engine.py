@@ -188,64 +188,6 @@ def test_sparse_gossip_equals_dense() -> None:
     assert torch.allclose(sparse_mixing(C, torch.float64) @ X, dense @ X, atol=1e-12)
 
 
-@pytest.mark.parametrize("n", [2, 3, 7, 10])
-def test_circulant_mixing_equals_the_matrix_product(n: int) -> None:
-    """Shifted adds against C @ X on rings and the complete graph; non-circulant C is refused (None)."""
-    from bounds import make_graph
-    from sim.gossip import CirculantMixing
-
-    X = torch.randn(n, 13, dtype=torch.float64)
-    for C in (
-        mixing_matrix(ring(n)) if n > 2 else np.full((2, 2), 0.5),
-        mixing_matrix(make_graph("complete", n)),
-    ):
-        op = CirculantMixing.of(C)
-        assert op is not None
-        dense = torch.as_tensor(np.asarray(C.toarray() if hasattr(C, "toarray") else C))
-        assert torch.allclose(op.mix(X, X[:0]), dense @ X, rtol=1e-12, atol=1e-12)
-        assert torch.allclose(ExactGossip(op).step(X), dense @ X, rtol=1e-12, atol=1e-12)
-    if n >= 3:
-        path = mixing_matrix(make_graph("path", n), "metropolis")
-        assert CirculantMixing.of(path) is None
-
-
-@pytest.mark.parametrize("rows", [1, 2, 4, 5, 9])
-def test_circulant_blocks_change_no_bit(rows: int) -> None:
-    """Blocks of output rows (wrapping past the end of X) give exactly the passes over the whole matrix,
-    and both give C @ X, on an asymmetric circulant (weights 0.5, 0.3, 0.2 on offsets 0, 1, 3)."""
-    from sim.gossip import CirculantMixing
-
-    n = 9
-    C = np.zeros((n, n))
-    for k, c in {0: 0.5, 1: 0.3, 3: 0.2}.items():
-        C[np.arange(n), (np.arange(n) + k) % n] = c
-    X = torch.randn(n, 7)
-    whole = CirculantMixing({0: 0.5, 1: 0.3, 3: 0.2}, block_bytes=0).mix(X, X[:0])
-    blocked = CirculantMixing({0: 0.5, 1: 0.3, 3: 0.2}, block_bytes=rows * 7 * 4).mix(X, X[:0])
-    assert torch.equal(blocked, whole)
-    torch.testing.assert_close(whole, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-6, atol=1e-6)
-
-
-def test_fused_circulant_mixing_equals_the_matrix_product() -> None:
-    """The compiled one-kernel form on an asymmetric circulant (weights 0.5, 0.3, 0.2 on offsets 0, 1, 3);
-    skipped where torch.compile has no back end (no C++ compiler)."""
-    from sim.gossip import CirculantMixing
-
-    n = 9
-    C = np.zeros((n, n))
-    for k, c in {0: 0.5, 1: 0.3, 3: 0.2}.items():
-        C[np.arange(n), (np.arange(n) + k) % n] = c
-    op = CirculantMixing.of(C)
-    assert op is not None and op.weights == {0: 0.5, 1: 0.3, 3: 0.2}
-    X = torch.randn(n, 17)
-    try:
-        got = op.fused()(X)
-    except Exception as exc:  # torch's compiler errors have no common public base class
-        pytest.skip(f"torch.compile has no back end here: {type(exc).__name__}")
-    torch.testing.assert_close(got, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(got, op.mix(X, X[:0]), rtol=1e-5, atol=1e-6)
-
-
 def test_channels_last_default_is_for_cpu_mini_batches() -> None:
     from sim.models import channels_last_default
 

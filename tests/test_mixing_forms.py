@@ -1,0 +1,205 @@
+"""The forms of C @ X a run may take (sim.gossip.choose_mixing): shifted diagonals against the matrix
+product on every kind of graph, blocks that change no bit, and the rule that picks the form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from bounds import make_graph, mixing_matrix
+from bounds.cdfl.compression import TopK
+from sim.gossip import (
+    DIAGONALS_PER_NONZERO,
+    SPARSE_GOSSIP_FROM_NODES,
+    ChocoGossip,
+    DiagonalMixing,
+    ExactGossip,
+    choose_mixing,
+)
+
+GRAPHS = [  # (topology, N, weight rule): circulant and not, regular and not
+    ("ring", 3, "paper"), ("ring", 7, "paper"), ("complete", 5, "paper"), ("exponential", 16, "paper"),
+    ("torus", 12, "paper"), ("torus", 30, "metropolis"), ("path", 9, "metropolis"), ("star", 8, "metropolis"),
+    ("hypercube", 16, "paper"), ("erdos-renyi", 20, "metropolis"),
+]  # fmt: skip
+
+
+def _dense(C: object) -> np.ndarray:
+    return C.toarray() if sp.issparse(C) else np.asarray(C)
+
+
+def _matrix(topology: str, n: int, rule: str) -> np.ndarray:
+    return _dense(mixing_matrix(make_graph(topology, n), rule))
+
+
+@pytest.mark.parametrize("topology, n, rule", GRAPHS)
+def test_diagonals_give_the_matrix_product(topology: str, n: int, rule: str) -> None:
+    """float64 to 1e-12, for the operator alone and inside both gossip rules."""
+    C = _matrix(topology, n, rule)
+    op = DiagonalMixing.of(C)
+    assert op is not None
+    X = torch.randn(n, 13, dtype=torch.float64)
+    expected = torch.as_tensor(C) @ X
+    torch.testing.assert_close(op.mix(X, X[:0]), expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ExactGossip(op).step(X), expected, rtol=1e-12, atol=1e-12)
+    choco_dense = ChocoGossip(torch.as_tensor(C), 0.5, TopK(5))
+    choco_diag = ChocoGossip(op, 0.5, TopK(5))
+    for _ in range(3):
+        torch.testing.assert_close(choco_diag.step(X), choco_dense.step(X), rtol=1e-12, atol=1e-12)
+
+
+def test_circulant_graphs_keep_one_number_per_diagonal() -> None:
+    ring = DiagonalMixing.of(_matrix("ring", 10, "paper"))
+    assert ring is not None and ring.circulant
+    assert ring.weights == pytest.approx({0: 1 / 3, 1: 1 / 3, 9: 1 / 3})
+    torus = DiagonalMixing.of(_matrix("torus", 12, "paper"))  # 3 x 4: offsets 0, +-1, +-3, +-4 (mod 12)
+    assert torus is not None and not torus.circulant
+    assert sorted(torus.weights) == [0, 1, 3, 4, 8, 9, 11]
+    masked = torus.weights[3]  # row i reaches i + 3 only from the first column of its grid row
+    assert isinstance(masked, np.ndarray) and np.count_nonzero(masked) == 3
+
+
+def test_a_wrong_diagonal_is_seen() -> None:
+    """The check can fail: an operator with one weight moved gives another product."""
+    C = _matrix("torus", 12, "paper")
+    op = DiagonalMixing.of(C)
+    assert op is not None
+    w = op.weights[1].copy()
+    w[[0, 1]] = w[[1, 0]] + np.array([0.0, 0.25])
+    wrong = DiagonalMixing({**op.weights, 1: w})
+    X = torch.randn(12, 5, dtype=torch.float64)
+    assert not torch.allclose(wrong.mix(X, X[:0]), torch.as_tensor(C) @ X, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 5, 9])
+@pytest.mark.parametrize("topology", ["ring", "torus"])
+def test_blocks_change_no_bit(rows: int, topology: str) -> None:
+    """Blocks of output rows (wrapping past the end of X) give exactly the passes over the whole matrix,
+    for constant diagonals (an asymmetric circulant) and per-row ones (a torus)."""
+    n = 12
+    if topology == "ring":
+        C = np.zeros((n, n))
+        for k, c in {0: 0.5, 1: 0.3, 3: 0.2}.items():
+            C[np.arange(n), (np.arange(n) + k) % n] = c
+    else:
+        C = _matrix("torus", n, "paper")
+    op = DiagonalMixing.of(C)
+    assert op is not None
+    X = torch.randn(n, 7)
+    whole = DiagonalMixing(op.weights, block_bytes=0).mix(X, X[:0])
+    blocked = DiagonalMixing(op.weights, block_bytes=rows * 7 * 4).mix(X, X[:0])
+    assert torch.equal(blocked, whole)
+    torch.testing.assert_close(whole, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("topology", ["ring", "torus"])
+def test_fused_diagonals_give_the_matrix_product(topology: str) -> None:
+    """The compiled one-kernel form; skipped where torch.compile has no back end (no C++ compiler)."""
+    C = _matrix(topology, 12, "paper")
+    op = DiagonalMixing.of(C)
+    assert op is not None
+    X = torch.randn(12, 17)
+    try:
+        got = op.fused()(X)
+    except Exception as exc:  # torch's compiler errors have no common public base class
+        pytest.skip(f"torch.compile has no back end here: {type(exc).__name__}")
+    torch.testing.assert_close(got, torch.as_tensor(C, dtype=torch.float32) @ X, rtol=1e-5, atol=1e-6)
+
+
+def test_max_diagonals_refuses_fuller_matrices() -> None:
+    C = _matrix("ring", 10, "paper")
+    assert DiagonalMixing.of(C, max_diagonals=2) is None
+    assert DiagonalMixing.of(C, max_diagonals=3) is not None
+
+
+def _form(mixing: object) -> str:
+    if isinstance(mixing, DiagonalMixing):
+        return "diagonal"
+    assert isinstance(mixing, torch.Tensor)
+    return "dense" if mixing.layout == torch.strided else "sparse"
+
+
+@pytest.mark.parametrize(
+    "topology, n, rule, form",
+    [
+        ("ring", SPARSE_GOSSIP_FROM_NODES, "paper", "dense"),  # small: the dense product
+        ("ring", 300, "paper", "diagonal"),  # 3 diagonals, 3 non-zeros a row
+        ("torus", 400, "paper", "sparse"),  # 7 diagonals, 5 non-zeros a row
+        ("exponential", 256, "paper", "diagonal"),  # circulant: 16 diagonals, 16 non-zeros a row
+        ("path", 300, "metropolis", "diagonal"),
+        ("hypercube", 256, "paper", "sparse"),  # 16 diagonals, 9 non-zeros a row
+        ("erdos-renyi", 300, "metropolis", "sparse"),  # diagonals everywhere
+    ],
+)
+def test_choose_mixing_on_the_cpu(topology: str, n: int, rule: str, form: str) -> None:
+    C = mixing_matrix(make_graph(topology, n), rule)
+    chosen = choose_mixing(C, "cpu")
+    assert _form(chosen) == form
+    X = torch.randn(n, 6)
+    product = chosen.mix(X, X[:0]) if isinstance(chosen, DiagonalMixing) else chosen @ X
+    expected = torch.as_tensor(_dense(C), dtype=torch.float32) @ X
+    torch.testing.assert_close(product, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_choose_mixing_ratio_is_the_documented_one() -> None:
+    """Rings sit at DIAGONALS_PER_NONZERO, tori and hypercubes above it."""
+    for topology, n, below in (("hypercube", 256, False), ("torus", 400, False), ("ring", 300, True)):
+        M = sp.csr_matrix(mixing_matrix(make_graph(topology, n)))
+        diagonals = len(np.unique((M.tocoo().col - M.tocoo().row) % n))
+        assert (diagonals <= DIAGONALS_PER_NONZERO * np.diff(M.indptr).max()) == below
+
+
+def test_choose_mixing_keeps_dense_for_J_and_sparse_off_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sim.gossip
+
+    C = mixing_matrix(make_graph("ring", 300))
+    assert _form(choose_mixing(np.full((300, 300), 1 / 300), "cpu", uses_J=True)) == "dense"
+    built = []  # a GPU run takes sparse CSR (built on the device: recorded here, no GPU needed)
+    monkeypatch.setattr(sim.gossip, "sparse_mixing", lambda C, device: built.append(device) or "csr")
+    assert choose_mixing(C, "cuda") == "csr" and built == ["cuda"]
+
+
+def test_a_sweeps_block_diagonal_drops_the_zeros_of_its_dense_blocks() -> None:
+    """sp.block_diag of dense 10-node rings stores 10 entries a row; the CSR product gets the 3 non-zeros."""
+    blocks = sp.block_diag([_matrix("ring", 10, "paper")] * 30, format="csr")
+    assert blocks.nnz == 3000  # scipy keeps the dense blocks' zeros
+    chosen = choose_mixing(blocks, "cpu")  # 5 diagonals (0, +-1, +-9), 3 non-zeros a row: CSR
+    assert isinstance(chosen, torch.Tensor) and chosen.layout == torch.sparse_csr
+    assert chosen.values().numel() == 900
+    X = torch.randn(300, 4)
+    expected = torch.as_tensor(blocks.toarray(), dtype=torch.float32) @ X
+    torch.testing.assert_close(chosen @ X, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["dfl", "cdfl"])
+def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
+    algorithm: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 240-node ring run takes DiagonalMixing, and its records equal those of the same run with CSR."""
+    from conftest import assert_same_records
+
+    import sim.gossip
+    from sim.config import RunConfig
+    from sim.runner import run
+    from sim.setup import build_trainer, prepare
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 2600)
+    x = rng.normal(size=(3, 8))[y] * 2 + rng.normal(size=(2600, 8))
+    data = tmp_path / "data.npz"
+    np.savez(data, x_train=x[:2400], y_train=y[:2400], x_test=x[2400:], y_test=y[2400:])
+    base = {"dataset": f"npz:{data}", "model": "logreg", "nodes": 240, "partition": "iid", "steps": 12,
+            "tau1": 2, "tau2": 2, "eta": 0.1, "log_every": 4, "eval_samples": 50,
+            "algorithm": algorithm}  # fmt: skip
+    if algorithm == "cdfl":
+        base |= {"compressor": "top_k", "compressor_param": 4}
+    config = RunConfig(**base, out=str(tmp_path / "diagonal"))
+    assert isinstance(build_trainer(config, prepare(config)).gossip.mixing, DiagonalMixing)
+    run(config)
+    monkeypatch.setattr(sim.gossip, "DIAGONALS_PER_NONZERO", 0.0)  # every C to CSR
+    csr = RunConfig(**base, out=str(tmp_path / "csr"))
+    assert not isinstance(build_trainer(csr, prepare(csr)).gossip.mixing, DiagonalMixing)
+    run(csr)
+    assert_same_records(tmp_path / "diagonal", tmp_path / "csr")
