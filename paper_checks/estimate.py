@@ -87,7 +87,13 @@ def step_overhead(config: RunConfig, node_step: float) -> float:
     return max(0.0, (seconds[2] - seconds[1] - config.nodes * local * node_step) / (b - a))
 
 
-def calibrate(config: RunConfig, repeats: int = 3) -> Calibration:
+CALIBRATION_REPEATS = 10  # timed calls of the stacked step (MNIST about 0.5 s, CIFAR-10 about 2 s). With 3,
+# on 2 cores (2026-11-27), estimates of the same MNIST runs said 2.9-4.4 ms per local node-step and the runs
+# took about 4.5 (fig7-tau1 --full estimated at 583 s, took 881 s): a short burst is not what a machine
+# sustains.
+
+
+def calibrate(config: RunConfig, repeats: int = CALIBRATION_REPEATS) -> Calibration:
     """Time the config's model on random inputs of its data set's shape (after one warm-up call), and
     the fixed cost of the config's steps (:func:`step_overhead`)."""
     data = load_dataset(config.dataset, config.data_dir)

@@ -150,6 +150,7 @@ class DiagonalMixing:
         largest entry) is stored as one number. O(nnz) before the check: a 10,000-node ring needs no dense
         N x N copy."""
         M = sp.coo_matrix(C, dtype=np.float64)
+        M.sum_duplicates()  # one entry per (i, j) (a COO input may repeat one: its values add up)
         M.eliminate_zeros()
         n = M.shape[0]
         offsets, index = np.unique((M.col - M.row) % n, return_inverse=True)

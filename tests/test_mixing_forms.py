@@ -203,3 +203,18 @@ def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
     assert not isinstance(build_trainer(csr, prepare(csr)).gossip.mixing, DiagonalMixing)
     run(csr)
     assert_same_records(tmp_path / "diagonal", tmp_path / "csr")
+
+
+def test_repeated_and_zero_entries_of_a_coo_matrix() -> None:
+    """A COO input that repeats an entry (the values add up, as in C) or stores a zero."""
+    C = _matrix("ring", 6, "paper")
+    M = sp.coo_matrix(C)
+    first = (M.row == 0) & (M.col == 0)  # C_00 is stored as two halves
+    rows = np.concatenate([M.row, [0, 2]])
+    cols = np.concatenate([M.col, [0, 4]])
+    data = np.concatenate([np.where(first, M.data / 2, M.data), [C[0, 0] / 2, 0.0]])
+    repeated = sp.coo_matrix((data, (rows, cols)), shape=C.shape)
+    op = DiagonalMixing.of(repeated)
+    assert op is not None and sorted(op.weights) == [0, 1, 5]  # the stored zero at (2, 4) adds no diagonal
+    X = torch.randn(6, 3, dtype=torch.float64)
+    torch.testing.assert_close(op.mix(X, X[:0]), torch.as_tensor(C) @ X, rtol=1e-12, atol=1e-12)
