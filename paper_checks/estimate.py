@@ -17,8 +17,9 @@ Two parts:
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
 
 The start-up of each run is left out. The estimate was compared with measured runs (README: on 2 CPU
-cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; on an H100 the runs took about twice the
-estimate before the fixed cost of a step was counted); the tests check its arithmetic.
+cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; ``fig7-tau1 --full`` took 881 s, estimated 583 s
+with 3 calibration calls and 14-16 minutes with CALIBRATION_REPEATS; on an H100 the runs took about
+twice the estimate before the fixed cost of a step was counted); the tests check its arithmetic.
 """
 
 from __future__ import annotations
