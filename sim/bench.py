@@ -12,8 +12,8 @@ on the pixels):
 * node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
   CUDA device the peak memory allocated on it;
 * the time of one gossip step X <- C X on a ring as N grows, and on a torus of the largest N (dense and
-  sparse C, and shifted diagonals, :class:`sim.gossip.DiagonalMixing`; on CUDA also the ring's shifted
-  adds fused into one kernel by ``torch.compile``), beside the time of one copy of X (``X.clone()``): the
+  sparse C, and shifted diagonals, :class:`sim.gossip.DiagonalMixing`; on CUDA also the shifted
+  diagonals fused into one kernel by ``torch.compile``), beside the time of one copy of X (``X.clone()``): the
   floor of any step that writes a new N x d matrix (``gossip_ring_N_over_copy``,
   ``gossip_torus_N_over_copy``); and which form a run takes there (``chosen``,
   :func:`sim.gossip.choose_mixing`);
@@ -55,7 +55,7 @@ from bounds import InputError
 from bounds.graph.mixing import topology_matrix
 from sim.algorithms import local_step_count, sparse_mixing
 from sim.engine import Stack
-from sim.gossip import DiagonalMixing, choose_mixing
+from sim.gossip import DiagonalMixing, choose_mixing, mixing_form
 from sim.models import MnistCNN, channels_last_default
 from sim.timing import seconds_per_call as _time
 
@@ -272,18 +272,10 @@ def gossip_benchmark(
         if device.type == "cuda":  # the shifted adds fused into one kernel by torch.compile (Triton)
             row["diagonal_compiled_ms"] = _compiled_diagonal_ms(diagonal, X, repeats)
         row["copy_ms"] = round(1000 * _time(lambda X=X: X.clone(), repeats, device), 3)
-        row["chosen"] = _form(choose_mixing(C, device))
+        row["chosen"] = mixing_form(choose_mixing(C, device))
         rows[str(n)] = row
         del X, sparse
     return rows
-
-
-def _form(mixing: object) -> str:
-    """The name of a form of C that :func:`sim.gossip.choose_mixing` returns."""
-    if isinstance(mixing, DiagonalMixing):
-        return "diagonal"
-    assert isinstance(mixing, torch.Tensor)
-    return "dense" if mixing.layout == torch.strided else "sparse"
 
 
 def _ms(value: float | str | None) -> float:

@@ -16,6 +16,7 @@ same CHOCO-G code therefore runs in one process and across many.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,6 +33,7 @@ from sim.compressors import compress_rows
 __all__ = [
     "BLOCK_BYTES_CPU",
     "DIAGONALS_PER_NONZERO",
+    "MAX_DIAGONALS",
     "SPARSE_GOSSIP_FROM_NODES",
     "ChocoGossip",
     "DiagonalMixing",
@@ -40,6 +42,7 @@ __all__ = [
     "Mixing",
     "as_mixing",
     "choose_mixing",
+    "mixing_form",
 ]
 
 BLOCK_BYTES_CPU = 4 << 20  # DiagonalMixing's output block on the CPU: 4 MiB (51 rows of the MNIST CNN's
@@ -49,36 +52,51 @@ BLOCK_BYTES_CPU = 4 << 20  # DiagonalMixing's output block on the CPU: 4 MiB (51
 
 SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X up to this many rows, a sparse form above (see dfl-sim bench)
 DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for a C with at most this
-# many non-zero diagonals per non-zero of its fullest row. Each diagonal costs about 0.7 copies of X and
-# each non-zero of a CSR row about 0.75 (2 cores, 2026-11-27, d = 20,490, one step in a fresh process,
-# median of 12 after 4 warm-up steps, freed memory retained; copy / CSR / diagonals in ms): ring of 10,000
-# (3 diagonals, 3 non-zeros a row) 63 / 208 / 153; path of 10,000 (3, 3) 56 / 176 / 149; exponential graph
-# of 8,192 (26, 26) 47 / 1,815 / 791; torus 100 x 100 (7, 5) 57 / 216 / 295; 400 rings of 10 stacked
-# (5, 3) 27 / 83 / 74; hypercube of 8,192 (26, 14) 44 / 506 / 977. CSR's time varies up to 5-fold with
-# the process's history (the same torus 906 ms after other runs); the shifted diagonals' does not.
+# many non-zero diagonals per non-zero in an average row, and at most MAX_DIAGONALS. Measured on 2 cores
+# (2026-11-27, d = 20,490, one step in a fresh process, median of 12 after 4 warm-up steps, freed memory
+# retained; copy / CSR / diagonals in ms): ring of 10,000 (3 diagonals, 3 non-zeros a row) 63 / 208 / 153;
+# path of 10,000 (3, 3) 56 / 176 / 149; exponential graph of 8,192 (26, 26) 47 / 1,815 / 791; torus
+# 100 x 100 (7, 5) 57 / 216 / 295; 400 rings of 10 stacked (5, 3) 27 / 83 / 74; hypercube of 8,192
+# (26, 14) 44 / 506 / 977. A diagonal costs 0.55-0.9 copies of X, a non-zero of a CSR row 0.75-1.5: the
+# rule is a threshold between the two, not a fit (it sends the stacked 10-rings to CSR, 11% slower there).
+# CSR's time also varies up to 5-fold with the process's history (the same torus took 906 ms after other
+# runs); the diagonals' does not.
+MAX_DIAGONALS = 32  # the most diagonals measured (26 above); beyond, CSR (complete graphs, stars' hubs)
 
 
 def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> Mixing | torch.Tensor:
-    """The form of C for ``C @ X`` in a one-process run (every form gives C @ X up to float rounding):
+    """The form of C for ``C @ X`` in one process (every form gives C @ X up to float rounding):
 
     * at most SPARSE_GOSSIP_FROM_NODES rows, or C = J (``uses_J``): the dense matrix;
-    * on the CPU, C with at most DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of its fullest
-      row (circulant graphs: rings, exponential graphs; paths): :class:`DiagonalMixing`;
-    * otherwise sparse CSR without explicit zeros (tori, hypercubes, a sweep's block-diagonal rings; on a
-      GPU every C: there the shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against
-      1.99 ms for the 10,000-ring on an H100, 2026-11-26).
+    * on the CPU, C with at most DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of an average row
+      and at most MAX_DIAGONALS (rings, paths, exponential graphs): :class:`DiagonalMixing`;
+    * otherwise sparse CSR, its stored zeros dropped and repeated entries added up (tori, hypercubes,
+      stars, complete graphs, a sweep's block-diagonal of two or more rings; on a GPU every C: there the
+      shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against 1.99 ms for the
+      10,000-ring on an H100, 2026-11-26).
     """
     if C.shape[0] <= SPARSE_GOSSIP_FROM_NODES or uses_J:
         dense = C.toarray() if sp.issparse(C) else np.asarray(C)
         return torch.as_tensor(dense, dtype=torch.float32, device=device)
     M = sp.csr_matrix(C, dtype=np.float64)
+    M.sum_duplicates()
     M.eliminate_zeros()  # sp.block_diag of dense blocks stores their zeros: a CSR product would pay for them
     if torch.device(device).type == "cpu":
-        fullest = int(np.diff(M.indptr).max())
-        diagonal = DiagonalMixing.of(M, max_diagonals=int(DIAGONALS_PER_NONZERO * fullest))
+        limit = min(MAX_DIAGONALS, math.ceil(DIAGONALS_PER_NONZERO * M.nnz / M.shape[0]))
+        diagonal = DiagonalMixing.of(M, max_diagonals=limit)
         if diagonal is not None:
             return diagonal
     return sparse_mixing(M, device=device)
+
+
+def mixing_form(mixing: Mixing | torch.Tensor) -> str:
+    """The name of a form :func:`choose_mixing` returns: ``dense``, ``diagonal`` or ``sparse``."""
+    if isinstance(mixing, DiagonalMixing):
+        return "diagonal"
+    if isinstance(mixing, LocalMixing):
+        return mixing_form(mixing.C)
+    assert isinstance(mixing, torch.Tensor), type(mixing)
+    return "dense" if mixing.layout == torch.strided else "sparse"
 
 
 class Mixing(Protocol):
@@ -140,8 +158,15 @@ class DiagonalMixing:
     block_bytes: int | None = None  # rows of the output per block (see mix); None: BLOCK_BYTES_CPU on the
     # CPU, every row in one block elsewhere
     _tensors: dict[tuple[torch.device, torch.dtype], dict[int, float | torch.Tensor]] = field(
-        default_factory=dict, repr=False, compare=False
+        default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        """Each diagonal as a float (a number of any type) or a float64 vector of per-row weights."""
+        self.weights = {
+            int(k): np.asarray(w, dtype=np.float64) if np.ndim(w) else float(w)
+            for k, w in self.weights.items()
+        }
 
     @classmethod
     def of(cls, C: Any, max_diagonals: int | None = None, rtol: float = 1e-12) -> DiagonalMixing | None:
@@ -150,6 +175,8 @@ class DiagonalMixing:
         largest entry) is stored as one number. O(nnz) before the check: a 10,000-node ring needs no dense
         N x N copy."""
         M = sp.coo_matrix(C, dtype=np.float64)
+        if M.shape[0] != M.shape[1]:
+            raise InputError(f"C has shape {M.shape} (expected a square N x N mixing matrix)")
         M.sum_duplicates()  # one entry per (i, j) (a COO input may repeat one: its values add up)
         M.eliminate_zeros()
         n = M.shape[0]

@@ -11,12 +11,12 @@ import torch
 from bounds import make_graph, mixing_matrix
 from bounds.cdfl.compression import TopK
 from sim.gossip import (
-    DIAGONALS_PER_NONZERO,
     SPARSE_GOSSIP_FROM_NODES,
     ChocoGossip,
     DiagonalMixing,
     ExactGossip,
     choose_mixing,
+    mixing_form,
 )
 
 GRAPHS = [  # (topology, N, weight rule): circulant and not, regular and not
@@ -24,6 +24,17 @@ GRAPHS = [  # (topology, N, weight rule): circulant and not, regular and not
     ("torus", 12, "paper"), ("torus", 30, "metropolis"), ("path", 9, "metropolis"), ("star", 8, "metropolis"),
     ("hypercube", 16, "paper"), ("erdos-renyi", 20, "metropolis"),
 ]  # fmt: skip
+
+
+@pytest.fixture
+def ten_per_node(tmp_path):
+    """A 3-class, 8-feature npz data set of 2,400 training samples: 10 per node of a 240-node run."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 2600)
+    x = rng.normal(size=(3, 8))[y] * 2 + rng.normal(size=(2600, 8))
+    path = tmp_path / "ten_per_node.npz"
+    np.savez(path, x_train=x[:2400], y_train=y[:2400], x_test=x[2400:], y_test=y[2400:])
+    return path
 
 
 def _dense(C: object) -> np.ndarray:
@@ -114,13 +125,6 @@ def test_max_diagonals_refuses_fuller_matrices() -> None:
     assert DiagonalMixing.of(C, max_diagonals=3) is not None
 
 
-def _form(mixing: object) -> str:
-    if isinstance(mixing, DiagonalMixing):
-        return "diagonal"
-    assert isinstance(mixing, torch.Tensor)
-    return "dense" if mixing.layout == torch.strided else "sparse"
-
-
 @pytest.mark.parametrize(
     "topology, n, rule, form",
     [
@@ -131,31 +135,25 @@ def _form(mixing: object) -> str:
         ("path", 300, "metropolis", "diagonal"),
         ("hypercube", 256, "paper", "sparse"),  # 16 diagonals, 9 non-zeros a row
         ("erdos-renyi", 300, "metropolis", "sparse"),  # diagonals everywhere
+        ("star", 300, "metropolis", "sparse"),  # the hub reaches every diagonal; 2 non-zeros an average row
+        ("complete", 300, "paper", "sparse"),  # 300 diagonals: above MAX_DIAGONALS
     ],
 )
 def test_choose_mixing_on_the_cpu(topology: str, n: int, rule: str, form: str) -> None:
     C = mixing_matrix(make_graph(topology, n), rule)
     chosen = choose_mixing(C, "cpu")
-    assert _form(chosen) == form
+    assert mixing_form(chosen) == form
     X = torch.randn(n, 6)
     product = chosen.mix(X, X[:0]) if isinstance(chosen, DiagonalMixing) else chosen @ X
     expected = torch.as_tensor(_dense(C), dtype=torch.float32) @ X
     torch.testing.assert_close(product, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_choose_mixing_ratio_is_the_documented_one() -> None:
-    """Rings sit at DIAGONALS_PER_NONZERO, tori and hypercubes above it."""
-    for topology, n, below in (("hypercube", 256, False), ("torus", 400, False), ("ring", 300, True)):
-        M = sp.csr_matrix(mixing_matrix(make_graph(topology, n)))
-        diagonals = len(np.unique((M.tocoo().col - M.tocoo().row) % n))
-        assert (diagonals <= DIAGONALS_PER_NONZERO * np.diff(M.indptr).max()) == below
-
-
 def test_choose_mixing_keeps_dense_for_J_and_sparse_off_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     import sim.gossip
 
     C = mixing_matrix(make_graph("ring", 300))
-    assert _form(choose_mixing(np.full((300, 300), 1 / 300), "cpu", uses_J=True)) == "dense"
+    assert mixing_form(choose_mixing(np.full((300, 300), 1 / 300), "cpu", uses_J=True)) == "dense"
     built = []  # a GPU run takes sparse CSR (built on the device: recorded here, no GPU needed)
     monkeypatch.setattr(sim.gossip, "sparse_mixing", lambda C, device: built.append(device) or "csr")
     assert choose_mixing(C, "cuda") == "csr" and built == ["cuda"]
@@ -175,7 +173,7 @@ def test_a_sweeps_block_diagonal_drops_the_zeros_of_its_dense_blocks() -> None:
 
 @pytest.mark.parametrize("algorithm", ["dfl", "cdfl"])
 def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
-    algorithm: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+    algorithm: str, ten_per_node, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A 240-node ring run takes DiagonalMixing, and its records equal those of the same run with CSR."""
     from conftest import assert_same_records
@@ -185,12 +183,8 @@ def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
     from sim.runner import run
     from sim.setup import build_trainer, prepare
 
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 2600)
-    x = rng.normal(size=(3, 8))[y] * 2 + rng.normal(size=(2600, 8))
-    data = tmp_path / "data.npz"
-    np.savez(data, x_train=x[:2400], y_train=y[:2400], x_test=x[2400:], y_test=y[2400:])
-    base = {"dataset": f"npz:{data}", "model": "logreg", "nodes": 240, "partition": "iid", "steps": 12,
+    base = {"dataset": f"npz:{ten_per_node}", "model": "logreg", "nodes": 240, "partition": "iid",
+            "steps": 12,
             "tau1": 2, "tau2": 2, "eta": 0.1, "log_every": 4, "eval_samples": 50,
             "algorithm": algorithm}  # fmt: skip
     if algorithm == "cdfl":
@@ -218,3 +212,57 @@ def test_repeated_and_zero_entries_of_a_coo_matrix() -> None:
     assert op is not None and sorted(op.weights) == [0, 1, 5]  # the stored zero at (2, 4) adds no diagonal
     X = torch.randn(6, 3, dtype=torch.float64)
     torch.testing.assert_close(op.mix(X, X[:0]), torch.as_tensor(C) @ X, rtol=1e-12, atol=1e-12)
+
+
+def test_weights_of_any_number_type_and_a_fresh_cache_after_replace() -> None:
+    """An int or numpy scalar is a constant diagonal; dataclasses.replace does not reuse the old weights'
+    tensors; a non-square C is refused."""
+    import dataclasses
+
+    from bounds import InputError
+
+    X = torch.randn(5, 3)
+    op = DiagonalMixing({0: 1, 1: np.float32(0.5), 4: np.full(5, 0.25)})
+    assert op.circulant is False and op.weights[0] == 1.0 and isinstance(op.weights[1], float)
+    C = np.eye(5) + 0.5 * np.roll(np.eye(5), 1, axis=1) + 0.25 * np.roll(np.eye(5), 4, axis=1)
+    torch.testing.assert_close(op.mix(X, X[:0]), torch.as_tensor(C, dtype=torch.float32) @ X)
+    other = dataclasses.replace(op, weights={0: 2.0})
+    torch.testing.assert_close(other.mix(X, X[:0]), 2 * X)
+    with pytest.raises(InputError, match=r"shape \(3, 5\)"):
+        DiagonalMixing.of(np.ones((3, 5)))
+
+
+def test_choose_mixing_adds_up_repeated_csr_entries() -> None:
+    """A non-canonical CSR input (every entry stored as two halves) gives C's product: torch's CSR check
+    refuses repeated entries, and the diagonals would count them twice."""
+    C = sp.csr_matrix(mixing_matrix(make_graph("torus", 400)))
+    doubled = sp.csr_matrix((np.repeat(C.data / 2, 2), np.repeat(C.indices, 2), 2 * C.indptr), shape=C.shape)
+    assert doubled.nnz == 2 * C.nnz  # stored twice, not added up by scipy
+    X = torch.randn(400, 3)
+    expected = torch.as_tensor(C.toarray(), dtype=torch.float32) @ X
+    chosen = choose_mixing(doubled, "cpu")
+    assert mixing_form(chosen) == "sparse"
+    torch.testing.assert_close(chosen @ X, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_sweep_above_200_rows_equals_its_runs_alone(ten_per_node, tmp_path) -> None:
+    """Two 240-node ring runs stacked: steps where one gossips take its diagonals, steps where both do take
+    the block-diagonal's CSR (5 diagonals, 3 non-zeros a row); each run's records are its run's alone."""
+    from conftest import assert_same_records
+
+    from sim.config import RunConfig
+    from sim.runner import run
+    from sim.sweep import build_engine, run_sweep
+
+    base = {"dataset": f"npz:{ten_per_node}", "model": "logreg", "nodes": 240, "partition": "iid",
+            "steps": 12,
+            "eta": 0.1, "log_every": 4, "eval_samples": 50}  # fmt: skip
+    variants = [{"tau1": 2, "tau2": 2}, {"tau1": 1, "tau2": 3, "seed": 3}]
+    configs = [RunConfig(**base, **v, out=str(tmp_path / f"sweep/{i}")) for i, v in enumerate(variants)]
+    engine, _ = build_engine(configs)
+    assert mixing_form(engine._block(engine.lanes[:1])) == "diagonal"
+    assert mixing_form(engine._block(engine.lanes)) == "sparse"
+    run_sweep(configs)
+    for i, v in enumerate(variants):
+        run(RunConfig(**base, **v, out=str(tmp_path / f"alone/{i}")))
+        assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"alone/{i}")
