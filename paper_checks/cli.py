@@ -19,12 +19,8 @@ from tqdm import tqdm
 
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, writable_folder
-from paper_checks.estimate import estimate
 from paper_checks.parallel import available_cores
-from paper_checks.report import run_checks, select, write_report
-from paper_checks.sweep_timing import time_sweep
 from sim.host import retain_freed_memory
-from sim.loop import atomic_write
 
 __all__ = ["main"]
 
@@ -77,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
+
+    from paper_checks.estimate import estimate  # the checks and torch, once the flags are read (seconds):
+    from paper_checks.report import run_checks, select, write_report  # --help and a bad flag answer at once
+    from paper_checks.sweep_timing import time_sweep
+    from sim.loop import atomic_write
 
     try:
         chosen, context = select(args.only, quick, out, args.cifar_dir, args.device, args.jobs)

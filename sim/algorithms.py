@@ -16,12 +16,9 @@ The gossip rules themselves live in :mod:`sim.gossip`.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-import torch
 
 from bounds import InputError
 from bounds.dfl.schedule import local_step_mask
@@ -35,7 +32,6 @@ __all__ = [
     "algorithm",
     "local_step_count",
     "resolve_schedule",
-    "sparse_mixing",
     "step_kinds",
 ]
 
@@ -98,33 +94,6 @@ def resolve_schedule(name: str, tau1: int, tau2: int) -> tuple[int, int, bool]:
     if record.tau2 is None and tau2 == 0:
         raise InputError(f"tau2 = 0 never gossips (algorithm {name!r} expected tau2 >= 1)")
     return tau1, record.tau2 if record.tau2 is not None else tau2, record.uses_J
-
-
-def sparse_mixing(
-    C: object, dtype: torch.dtype = torch.float32, *, device: torch.device | str | None = None
-) -> torch.Tensor:
-    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d)).
-
-    Built directly on ``device`` (default: the CPU) with its invariants checked. Torch's two
-    warnings about constructing it, "Sparse CSR tensor support is in beta state" and "Sparse
-    invariant checks are implicitly disabled", are silenced here and nowhere else.
-    """
-    M = sp.csr_matrix(C, dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"Sparse CSR tensor support is in beta", category=UserWarning
-        )
-        warnings.filterwarnings(
-            "ignore", message=r"Sparse invariant checks are implicitly disabled", category=UserWarning
-        )
-        return torch.sparse_csr_tensor(
-            torch.from_numpy(M.indptr.astype(np.int64)),
-            torch.from_numpy(M.indices.astype(np.int64)),
-            torch.from_numpy(M.data).to(dtype),
-            size=M.shape,
-            device=device,
-            check_invariants=True,
-        )
 
 
 def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:

@@ -53,9 +53,9 @@ from torch.nn import functional as F
 
 from bounds import InputError
 from bounds.graph.mixing import topology_matrix
-from sim.algorithms import local_step_count, sparse_mixing
+from sim.algorithms import local_step_count
 from sim.engine import Stack
-from sim.gossip import DiagonalMixing, choose_mixing, mixing_form
+from sim.gossip import DiagonalMixing, choose_mixing, mixing_form, sparse_mixing
 from sim.models import MnistCNN, channels_last_default
 from sim.timing import seconds_per_call as _time
 

@@ -27,10 +27,9 @@ from typing import Any
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
+from sim.config import RunConfig
 from sim.errors import SimulationError
-from sim.host import retain_freed_memory
-from sim.loop import atomic_write
-from sim.runner import RunConfig, automatic_threads, run
+from sim.host import automatic_threads, retain_freed_memory
 
 __all__ = ["main"]
 
@@ -148,6 +147,10 @@ class _Progress:
 
 def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
+    config.validate()  # a bad value is refused before torch loads (seconds)
+
+    from sim.runner import run
+
     if config.threads == 0 and config.backend == "local":
         config.threads = automatic_threads()
     return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
@@ -188,7 +191,6 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     from tqdm import tqdm
 
     from sim.grid import finished_summary, grid_points, load_grid
-    from sim.sweep import run_sweep
 
     base, grid = load_grid(args.grid)
     if args.threads is not None:
@@ -206,6 +208,10 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             elif (Path(point.config.out) / "checkpoint.pt").is_file():
                 point.config.resume = True
     todo = [i for i in range(len(points)) if i not in done]
+
+    from sim.loop import atomic_write  # torch, after every point was checked (a bad one answers at once)
+    from sim.sweep import run_sweep
+
     if todo:
         total = sum(points[i].config.steps for i in todo)
         with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=args.json) as bar:

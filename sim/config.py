@@ -7,15 +7,16 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-import torch
-
 from bounds import InputError
 from sim.algorithms import (
     algorithm,
     resolve_schedule,
 )
 
-__all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "RunConfig", "fingerprint"]
+__all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "SHARED_FIELDS", "RunConfig", "fingerprint"]
+
+SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
+# (sim.sweep stacks runs of one data set and model, on one device, in one process)
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
 NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume (but a random
@@ -119,7 +120,7 @@ class RunConfig:
             raise InputError(
                 f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
             )
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
+        if self.device.startswith("cuda") and not _cuda_available():
             raise InputError(f"device = {self.device!r} but no CUDA device is available (expected cpu)")
         if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise InputError(f"device = {self.device!r} is unknown (expected cpu, cuda or cuda:INDEX)")
@@ -153,3 +154,11 @@ class RunConfig:
 def fingerprint(config: RunConfig) -> dict[str, Any]:
     """The fields of a config that shape the trajectory (what a resumed run must share)."""
     return {k: v for k, v in asdict(config).items() if k not in NOT_IN_FINGERPRINT}
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a CUDA device (torch imported here, not with this module: ``dfl-sim --help`` and a
+    refused flag answer without loading torch)."""
+    import torch
+
+    return torch.cuda.is_available()

@@ -305,7 +305,7 @@ def probe_heterogeneity_runs(
     """:func:`probe_heterogeneity` of every config, the runs stacked in one sweep
     (:class:`~sim.sweep.SweepEngine`: one gradient call and one block-diagonal gossip per step for all
     runs, each run's trajectory its own up to float rounding). The configs share what a sweep shares
-    (:data:`~sim.sweep.SHARED_FIELDS`). Each run's drift stays on the device until the run ends; then
+    (:data:`~sim.config.SHARED_FIELDS`). Each run's drift stays on the device until the run ends; then
     ``done(r, probe)`` is called with configs[r]'s probe (a caller saves it there, so a sweep stopped
     midway keeps the runs already ended)."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:

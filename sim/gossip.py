@@ -17,6 +17,7 @@ same CHOCO-G code therefore runs in one process and across many.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,7 +28,6 @@ import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
-from sim.algorithms import sparse_mixing
 from sim.compressors import compress_rows
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "as_mixing",
     "choose_mixing",
     "mixing_form",
+    "sparse_mixing",
 ]
 
 BLOCK_BYTES_CPU = 4 << 20  # DiagonalMixing's output block on the CPU: 4 MiB (51 rows of the MNIST CNN's
@@ -87,6 +88,33 @@ def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> M
         if diagonal is not None:
             return diagonal
     return sparse_mixing(M, device=device)
+
+
+def sparse_mixing(
+    C: object, dtype: torch.dtype = torch.float32, *, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d)).
+
+    Built directly on ``device`` (default: the CPU) with its invariants checked. Torch's two
+    warnings about constructing it, "Sparse CSR tensor support is in beta state" and "Sparse
+    invariant checks are implicitly disabled", are silenced here and nowhere else.
+    """
+    M = sp.csr_matrix(C, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"Sparse CSR tensor support is in beta", category=UserWarning
+        )
+        warnings.filterwarnings(
+            "ignore", message=r"Sparse invariant checks are implicitly disabled", category=UserWarning
+        )
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(M.indptr.astype(np.int64)),
+            torch.from_numpy(M.indices.astype(np.int64)),
+            torch.from_numpy(M.data).to(dtype),
+            size=M.shape,
+            device=device,
+            check_invariants=True,
+        )
 
 
 def mixing_form(mixing: Mixing | torch.Tensor) -> str:

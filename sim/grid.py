@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
-from sim.config import NOT_IN_FINGERPRINT, RunConfig, fingerprint
-from sim.sweep import SHARED_FIELDS
+from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fingerprint
 
 __all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid"]
 

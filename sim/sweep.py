@@ -34,7 +34,7 @@ import torch
 
 from bounds import InputError
 from sim.algorithms import BOTH, GOSSIP, LOCAL
-from sim.config import RunConfig
+from sim.config import SHARED_FIELDS, RunConfig
 from sim.data import load_dataset
 from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
@@ -54,7 +54,6 @@ SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call. Measure
 SAMPLES_PER_CALL_CUDA = 32768  # the largest stacked call measured on a GPU (bench, N = 1000 x 32 on an H100:
 # 21,410 node-steps/s, no faster than N = 100's 23,984); a 400-run probe sweep with 65,536 (2,048 nodes)
 # per call stopped with an error not captured (2026-11-26)
-SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
 
 
 class Lane:

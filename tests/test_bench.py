@@ -199,7 +199,7 @@ def test_sparse_gossip_prints_no_torch_warning() -> None:
         "import torch\n"
         "from bounds import mixing_matrix\n"
         "from bounds.graph.topologies import ring\n"
-        "from sim.algorithms import sparse_mixing\n"
+        "from sim.gossip import sparse_mixing\n"
         "from sim.bench import gossip_benchmark\n"
         "S = sparse_mixing(mixing_matrix(ring(12)), device='cpu')\n"
         "assert S.layout == torch.sparse_csr and (S @ torch.ones(12, 3)).shape == (12, 3)\n"

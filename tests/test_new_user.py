@@ -272,13 +272,13 @@ def test_dfl_check_refuses_an_unwritable_out(capsys, tmp_path) -> None:
 
 def test_a_failed_run_is_exit_1_with_one_line(capsys, monkeypatch) -> None:
     """A simulator failure (SimulationError) is not a bad input: exit 1, one line, no traceback."""
-    import sim.cli
+    import sim.runner
     from sim.errors import SimulationError
 
     def fail(config, progress=None):
         raise SimulationError("distributed run failed: process 1 exited (rerun with --resume)")
 
-    monkeypatch.setattr(sim.cli, "run", fail)
+    monkeypatch.setattr(sim.runner, "run", fail)  # dfl-sim run imports it when it runs
     assert sim_main(["run", "--steps", "4"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "rerun with --resume" in err
@@ -312,3 +312,30 @@ def test_verdicts_need_evidence() -> None:
     assert judge_cells([{"cell": cell, "lhs_all": float("nan"), "lhs_local": 0.0}], PROPOSITION_1)[
         "status"
     ] == ("inconclusive")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from sim.cli import main; exit_code = main(['--help'])",
+        "from sim.cli import main; exit_code = main(['run', '--nodes', '0'])",
+        "from sim.cli import main; exit_code = main(['sweep', 'no-such-grid.toml'])",
+        "from paper_checks.cli import main; exit_code = main(['--help'])",
+        "from paper_checks.cli import main; exit_code = main(['--jobs', '0'])",
+    ],
+)
+def test_help_and_bad_flags_answer_before_torch_loads(code: str) -> None:
+    """`--help` and a refused value answer in a fraction of a second: torch (about 2 s to import) is
+    loaded only once a command is about to run (checked by its absence from sys.modules)."""
+    script = (
+        "import sys\n"
+        "try:\n"
+        f"    {code}\n"
+        "except SystemExit as stop:\n"
+        "    exit_code = stop.code\n"
+        "print(exit_code, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    exit_code, loaded = done.stdout.split()[-2:]
+    assert exit_code in ("0", "2") and loaded == "False", (done.stdout[-300:], done.stderr[-300:])

@@ -180,7 +180,7 @@ def test_stacked_fast_path_equals_vmap_path(name: str, channels_last: bool | Non
 
 
 def test_sparse_gossip_equals_dense() -> None:
-    from sim.algorithms import sparse_mixing
+    from sim.gossip import sparse_mixing
 
     C = mixing_matrix(ring(300))
     X = torch.randn(300, 50, dtype=torch.float64)
