@@ -96,3 +96,22 @@ def test_bounds_names_load_on_first_use() -> None:
     probe = "import sys, bounds; print('sympy' in sys.modules, 'bounds.dfl.proposition1' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_numeric_tools_load_no_sympy() -> None:
+    """dfl-bounds and the numeric bounds answer without sympy (about 0.4 s to import): the formulas take
+    sympy's functions only for sympy input, and bounds.dfl.symbolic makes its symbols on first use."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, bounds.cli\n"
+        "from bounds import dfl_bound\n"
+        "r = dfl_bound(L=1, sigma2=1, N=10, eta=0.01, tau1=4, tau2=4, zeta=0.8, T=1000, gap=1)\n"
+        "from bounds.dfl import symbolic\n"
+        "before = 'sympy' in sys.modules\n"
+        "text = symbolic.latex('eta_max_non_iid')\n"
+        "print(before, 'sympy' in sys.modules, type(symbolic.SYMBOLS['eta']).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["False", "True", "Symbol"]

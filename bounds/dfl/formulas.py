@@ -29,10 +29,10 @@ caller: numpy gives inf, sympy zoo.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
-import sympy
 
 __all__ = [
     "candidate_local_step_bound",
@@ -65,9 +65,17 @@ __all__ = [
 ]
 
 
+def _symbolic(x: Any) -> Any:
+    """sympy when ``x`` is a sympy expression, else None. sympy (about 0.4 s to import) is never imported
+    here: an expression exists only if its caller imported sympy (:mod:`bounds.dfl.symbolic`)."""
+    sympy = sys.modules.get("sympy")
+    return sympy if sympy is not None and isinstance(x, sympy.Basic) else None
+
+
 def sqrt(x: Any) -> Any:
     """Square root in the namespace of ``x`` (sympy for symbolic input, numpy otherwise)."""
-    return sympy.sqrt(x) if isinstance(x, sympy.Basic) else np.sqrt(x)
+    sympy = _symbolic(x)
+    return sympy.sqrt(x) if sympy is not None else np.sqrt(x)
 
 
 def sync_sgd_term(eta: Any, L: Any, sigma2: Any, N: Any, T: Any, gap: Any) -> Any:
@@ -353,4 +361,5 @@ def non_iid_local_step_bound(
 def eta_max_non_iid(L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """Largest eta with eta L <= 1 and rho_D = (eta L)^2 a_D <= 1/2: 1 / (L max(1, sqrt(2 a_D)))."""
     root = sqrt(2 * drift_recursion_coefficient(tau1, tau2, zeta))
-    return 1 / (L * (sympy.Max(1, root) if isinstance(root, sympy.Basic) else np.maximum(1.0, root)))
+    sympy = _symbolic(root)
+    return 1 / (L * (sympy.Max(1, root) if sympy is not None else np.maximum(1.0, root)))

@@ -9,12 +9,17 @@ symbolic and numeric answers cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from bounds._checks import InputError
 from bounds.dfl import formulas as f
+
+if TYPE_CHECKING:
+    import sympy
+
+    SYMBOLS: dict[str, sympy.Symbol]  # made on first use: see __getattr__
 
 __all__ = [
     "EXPRESSIONS",
@@ -27,72 +32,90 @@ __all__ = [
     "pretty",
 ]
 
-eta = sympy.Symbol("eta", positive=True)
-L = sympy.Symbol("L", positive=True)
-sigma2 = sympy.Symbol("sigma^2", nonnegative=True)
-N = sympy.Symbol("N", positive=True, integer=True)
-tau1 = sympy.Symbol("tau_1", positive=True, integer=True)
-tau2 = sympy.Symbol("tau_2", nonnegative=True, integer=True)
-zeta = sympy.Symbol("zeta", nonnegative=True)
-T = sympy.Symbol("T", positive=True, integer=True)
-gap = sympy.Symbol("Delta", nonnegative=True)  # F(u_1) - F_inf
-beta_var = sympy.Symbol("beta_var", nonnegative=True)
-varsigma2 = sympy.Symbol("varsigma^2", nonnegative=True)  # heterogeneity of non-i.i.d. data
 
-SYMBOLS: dict[str, sympy.Symbol] = {
-    "eta": eta,
-    "L": L,
-    "sigma2": sigma2,
-    "N": N,
-    "tau1": tau1,
-    "tau2": tau2,
-    "zeta": zeta,
-    "T": T,
-    "gap": gap,
-    "beta_var": beta_var,
-    "varsigma2": varsigma2,
-}
+@functools.cache
+def _symbols() -> dict[str, sympy.Symbol]:
+    """The paper's symbols, made on first use: sympy (about 0.4 s to import) loads only when an expression
+    is asked for, not with ``dfl-bounds`` or :mod:`bounds`."""
+    import sympy
 
-_BUILDERS: dict[str, Callable[[], sympy.Expr]] = {
-    "upper_bound": lambda: f.upper_bound(eta, L, sigma2, N, tau1, tau2, zeta, T, gap),
-    "sync_sgd_term": lambda: f.sync_sgd_term(eta, L, sigma2, N, T, gap),
-    "local_drift_term": lambda: f.local_drift_term(eta, L, sigma2, tau1, tau2, zeta),
-    "limit_T_inf": lambda: f.limit_T_inf(eta, L, sigma2, N, tau1, tau2, zeta),
-    "gossip_coefficient": lambda: f.gossip_coefficient(tau1, tau2, zeta),
-    "eta_condition_lhs": lambda: f.eta_condition_lhs(eta, L, tau1, tau2, zeta),
-    "general_eta_condition_lhs": lambda: f.general_eta_condition_lhs(eta, L, N, tau1, tau2, zeta, beta_var),
-    "lemma1_condition_lhs": lambda: f.lemma1_condition_lhs(eta, L, N, beta_var),
-    "eta_max": lambda: f.eta_max(L, tau1, tau2, zeta),
-    "general_eta_max": lambda: f.general_eta_max(L, N, tau1, tau2, zeta, beta_var),
-    "heterogeneity_term": lambda: f.heterogeneity_term(eta, L, varsigma2, tau1, tau2, zeta),
-    "drift_term_repaired": lambda: f.drift_term_repaired(eta, L, sigma2, varsigma2, tau1, tau2, zeta),
-    "drift_recursion_factor": lambda: f.drift_recursion_factor(eta, L, tau1, tau2, zeta),
-    "eta_max_non_iid": lambda: f.eta_max_non_iid(L, tau1, tau2, zeta),
-}
+    return {
+        "eta": sympy.Symbol("eta", positive=True),
+        "L": sympy.Symbol("L", positive=True),
+        "sigma2": sympy.Symbol("sigma^2", nonnegative=True),
+        "N": sympy.Symbol("N", positive=True, integer=True),
+        "tau1": sympy.Symbol("tau_1", positive=True, integer=True),
+        "tau2": sympy.Symbol("tau_2", nonnegative=True, integer=True),
+        "zeta": sympy.Symbol("zeta", nonnegative=True),
+        "T": sympy.Symbol("T", positive=True, integer=True),
+        "gap": sympy.Symbol("Delta", nonnegative=True),  # F(u_1) - F_inf
+        "beta_var": sympy.Symbol("beta_var", nonnegative=True),
+        "varsigma2": sympy.Symbol("varsigma^2", nonnegative=True),  # heterogeneity of non-i.i.d. data
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``SYMBOLS``: the name -> sympy.Symbol table (made on first use, see :func:`_symbols`)."""
+    if name == "SYMBOLS":
+        return _symbols()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any]], sympy.Expr]] = {
+    "upper_bound": lambda s: f.upper_bound(s["eta"], s["L"], s["sigma2"], s["N"], s["tau1"], s["tau2"],
+                                           s["zeta"], s["T"], s["gap"]),
+    "sync_sgd_term": lambda s: f.sync_sgd_term(s["eta"], s["L"], s["sigma2"], s["N"], s["T"], s["gap"]),
+    "local_drift_term": lambda s: f.local_drift_term(s["eta"], s["L"], s["sigma2"], s["tau1"], s["tau2"],
+                                                     s["zeta"]),
+    "limit_T_inf": lambda s: f.limit_T_inf(s["eta"], s["L"], s["sigma2"], s["N"], s["tau1"], s["tau2"],
+                                           s["zeta"]),
+    "gossip_coefficient": lambda s: f.gossip_coefficient(s["tau1"], s["tau2"], s["zeta"]),
+    "eta_condition_lhs": lambda s: f.eta_condition_lhs(s["eta"], s["L"], s["tau1"], s["tau2"], s["zeta"]),
+    "general_eta_condition_lhs": lambda s: f.general_eta_condition_lhs(s["eta"], s["L"], s["N"], s["tau1"],
+                                                                       s["tau2"], s["zeta"], s["beta_var"]),
+    "lemma1_condition_lhs": lambda s: f.lemma1_condition_lhs(s["eta"], s["L"], s["N"], s["beta_var"]),
+    "eta_max": lambda s: f.eta_max(s["L"], s["tau1"], s["tau2"], s["zeta"]),
+    "general_eta_max": lambda s: f.general_eta_max(s["L"], s["N"], s["tau1"], s["tau2"], s["zeta"],
+                                                   s["beta_var"]),
+    "heterogeneity_term": lambda s: f.heterogeneity_term(s["eta"], s["L"], s["varsigma2"], s["tau1"],
+                                                         s["tau2"], s["zeta"]),
+    "drift_term_repaired": lambda s: f.drift_term_repaired(s["eta"], s["L"], s["sigma2"], s["varsigma2"],
+                                                           s["tau1"], s["tau2"], s["zeta"]),
+    "drift_recursion_factor": lambda s: f.drift_recursion_factor(s["eta"], s["L"], s["tau1"], s["tau2"],
+                                                                 s["zeta"]),
+    "eta_max_non_iid": lambda s: f.eta_max_non_iid(s["L"], s["tau1"], s["tau2"], s["zeta"]),
+}  # fmt: skip
 EXPRESSIONS = tuple(_BUILDERS)
 
 
 def expression(name: str) -> sympy.Expr:
     """The sympy expression called ``name`` (one of :data:`EXPRESSIONS`)."""
     try:
-        return _BUILDERS[name]()
+        build = _BUILDERS[name]
     except KeyError:
         raise InputError(f"unknown expression {name!r} (expected one of: {', '.join(EXPRESSIONS)})") from None
+    return build(_symbols())
 
 
 def pretty(name: str) -> str:
     """Unicode pretty-print of :func:`expression`."""
+    import sympy
+
     return sympy.pretty(expression(name), use_unicode=True)
 
 
 def latex(name: str) -> str:
     """LaTeX of :func:`expression`."""
+    import sympy
+
     return sympy.latex(expression(name))
 
 
 def limit_T_to_infinity() -> sympy.Expr:
     """lim_{T -> oo} of eq. (upper-bound): must equal eq. (inftyT)."""
-    return sympy.limit(expression("upper_bound"), T, sympy.oo)
+    import sympy
+
+    return sympy.limit(expression("upper_bound"), _symbols()["T"], sympy.oo)
 
 
 def corollary1() -> sympy.Expr:
@@ -100,12 +123,18 @@ def corollary1() -> sympy.Expr:
 
     zeta is written exp(-r) with r > 0 so that sympy knows zeta < 1.
     """
+    import sympy
+
+    s = _symbols()
     r = sympy.Symbol("r", positive=True)
-    bound = expression("upper_bound").subs({tau1: 1, zeta: sympy.exp(-r)})
-    return sympy.simplify(sympy.limit(bound, tau2, sympy.oo))
+    bound = expression("upper_bound").subs({s["tau1"]: 1, s["zeta"]: sympy.exp(-r)})
+    return sympy.simplify(sympy.limit(bound, s["tau2"], sympy.oo))
 
 
 def corollary2() -> sympy.Expr:
     """eq. (upper-bound) at zeta = 0, tau2 >= 1 (Corollary 2)."""
+    import sympy
+
+    s = _symbols()
     t2 = sympy.Symbol("tau_2", positive=True, integer=True)
-    return sympy.simplify(expression("upper_bound").subs(tau2, t2).subs(zeta, 0))
+    return sympy.simplify(expression("upper_bound").subs(s["tau2"], t2).subs(s["zeta"], 0))
