@@ -41,6 +41,7 @@ __all__ = [
     "LocalMixing",
     "Mixing",
     "as_mixing",
+    "canonical_csr",
     "choose_mixing",
     "mixing_form",
     "sparse_mixing",
@@ -79,9 +80,7 @@ def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> M
     if C.shape[0] <= SPARSE_GOSSIP_FROM_NODES or uses_J:
         dense = C.toarray() if sp.issparse(C) else np.asarray(C)
         return torch.as_tensor(dense, dtype=torch.float32, device=device)
-    M = sp.csr_matrix(C, dtype=np.float64)
-    M.sum_duplicates()
-    M.eliminate_zeros()  # sp.block_diag of dense blocks stores their zeros: a CSR product would pay for them
+    M = canonical_csr(C)
     if torch.device(device).type == "cpu":
         limit = min(MAX_DIAGONALS, math.ceil(DIAGONALS_PER_NONZERO * M.nnz / M.shape[0]))
         diagonal = DiagonalMixing.of(M, max_diagonals=limit)
@@ -90,16 +89,27 @@ def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> M
     return sparse_mixing(M, device=device)
 
 
+def canonical_csr(C: Any) -> sp.csr_matrix:
+    """C (dense or sparse) as float64 CSR with one entry per (i, j) (a repeated entry's values added up)
+    and no stored zeros: what the forms of C count and multiply (``sp.block_diag`` of dense blocks stores
+    their zeros, 10 entries a row for a 10-node ring, which a CSR product would pay for)."""
+    M = sp.csr_matrix(C, dtype=np.float64, copy=True)
+    M.sum_duplicates()
+    M.eliminate_zeros()
+    return M
+
+
 def sparse_mixing(
     C: object, dtype: torch.dtype = torch.float32, *, device: torch.device | str | None = None
 ) -> torch.Tensor:
-    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d)).
+    """C as a torch sparse CSR tensor (a gossip step on a large sparse graph costs O(nnz d)), from
+    :func:`canonical_csr` (torch's invariant check refuses a repeated entry).
 
     Built directly on ``device`` (default: the CPU) with its invariants checked. Torch's two
     warnings about constructing it, "Sparse CSR tensor support is in beta state" and "Sparse
     invariant checks are implicitly disabled", are silenced here and nowhere else.
     """
-    M = sp.csr_matrix(C, dtype=np.float64)
+    M = canonical_csr(C)
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=r"Sparse CSR tensor support is in beta", category=UserWarning
@@ -202,11 +212,9 @@ class DiagonalMixing:
         non-zero diagonals (None: any number). A diagonal whose weights agree to ``rtol`` (relative to C's
         largest entry) is stored as one number. O(nnz) before the check: a 10,000-node ring needs no dense
         N x N copy."""
-        M = sp.coo_matrix(C, dtype=np.float64)
+        M = canonical_csr(C).tocoo()
         if M.shape[0] != M.shape[1]:
             raise InputError(f"C has shape {M.shape} (expected a square N x N mixing matrix)")
-        M.sum_duplicates()  # one entry per (i, j) (a COO input may repeat one: its values add up)
-        M.eliminate_zeros()
         n = M.shape[0]
         offsets, index = np.unique((M.col - M.row) % n, return_inverse=True)
         if max_diagonals is not None and len(offsets) > max_diagonals:
@@ -238,10 +246,10 @@ class DiagonalMixing:
             block = BLOCK_BYTES_CPU if own.device.type == "cpu" else 0
         rows = max(1, block // max(1, own[:1].nbytes) if block else n)
         weights = self._on(own)
+        w0 = weights.get(0, 0.0)
         out = torch.empty_like(own)
         for a in range(0, n, rows):
             b = min(n, a + rows)
-            w0 = weights.get(0, 0.0)
             torch.mul(own[a:b], w0 if isinstance(w0, float) else w0[a:b], out=out[a:b])
             for k, w in weights.items():
                 if k:

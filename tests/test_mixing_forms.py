@@ -17,6 +17,7 @@ from sim.gossip import (
     ExactGossip,
     choose_mixing,
     mixing_form,
+    sparse_mixing,
 )
 
 GRAPHS = [  # (topology, N, weight rule): circulant and not, regular and not
@@ -266,3 +267,18 @@ def test_a_sweep_above_200_rows_equals_its_runs_alone(ten_per_node, tmp_path) ->
     for i, v in enumerate(variants):
         run(RunConfig(**base, **v, out=str(tmp_path / f"alone/{i}")))
         assert_same_records(tmp_path / f"sweep/{i}", tmp_path / f"alone/{i}")
+
+
+def test_sparse_mixing_takes_the_canonical_matrix_and_leaves_the_callers_alone() -> None:
+    """sparse_mixing itself (the bench and every CSR run call it) adds up repeated entries and drops stored
+    zeros; the caller's matrix keeps what it stored."""
+    C = sp.csr_matrix(mixing_matrix(make_graph("torus", 400)))
+    doubled = sp.csr_matrix((np.repeat(C.data / 2, 2), np.repeat(C.indices, 2), 2 * C.indptr), shape=C.shape)
+    with_zeros = sp.block_diag([_matrix("ring", 10, "paper")] * 30, format="csr")
+    for M, nnz in ((doubled, C.nnz), (with_zeros, 900)):
+        stored = M.nnz
+        S = sparse_mixing(M)
+        assert S.values().numel() == nnz and M.nnz == stored
+        X = torch.randn(M.shape[0], 3)
+        expected = torch.as_tensor(M.toarray(), dtype=torch.float32) @ X
+        torch.testing.assert_close(S @ X, expected, rtol=1e-5, atol=1e-6)
