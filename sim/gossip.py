@@ -32,9 +32,11 @@ from sim.compressors import compress_rows
 
 __all__ = [
     "BLOCK_BYTES_CPU",
+    "DENSE_GOSSIP_NODES",
+    "DENSE_GOSSIP_NODES_CPU",
     "DIAGONALS_PER_NONZERO",
     "MAX_DIAGONALS",
-    "SPARSE_GOSSIP_FROM_NODES",
+    "AverageMixing",
     "ChocoGossip",
     "DiagonalMixing",
     "ExactGossip",
@@ -43,6 +45,7 @@ __all__ = [
     "as_mixing",
     "canonical_csr",
     "choose_mixing",
+    "dense_gossip_nodes",
     "mixing_form",
     "sparse_mixing",
 ]
@@ -52,7 +55,13 @@ BLOCK_BYTES_CPU = 4 << 20  # DiagonalMixing's output block on the CPU: 4 MiB (51
 # 10,000, d = 20,490 on 2 cores (2026-11-27): 8 rows 194 ms, 16 134, 32 121, 64 119, 128 153, 512 188, the
 # whole matrix 181; on a GPU the passes over the whole matrix (one kernel each) stay.
 
-SPARSE_GOSSIP_FROM_NODES = 200  # dense C @ X up to this many rows, a sparse form above (see dfl-sim bench)
+DENSE_GOSSIP_NODES = 200  # dense C @ X up to this many rows on a GPU, a sparse form above (see dfl-sim bench)
+DENSE_GOSSIP_NODES_CPU = 16  # the same on the CPU. Measured on 2 cores (2026-11-27, d = 20,490, best of 3
+# x 30 calls, ms for dense / CSR / diagonals): ring of 8 0.062 / 0.068 / 0.068, 16 0.119 / 0.094 / 0.094,
+# 24 0.216 / 0.146 / 0.125, 48 0.884 / 0.373 / 0.230, 100 3.3 / 0.81 / 0.50, 200 18.1 / 1.96 / 0.99;
+# torus of 9 0.071 / 0.074 / 0.176, 16 0.141 / 0.174 / 0.337, 25 0.248 / 0.192 / 0.308, 49 0.956 / 0.440
+# / 0.578; a sweep's 8 stacked 10-rings (80 rows) 3.4 / 0.39 / 0.64. The paper's 10-node runs keep the
+# dense product.
 DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for a C with at most this
 # many non-zero diagonals per non-zero in an average row, and at most MAX_DIAGONALS. Measured on 2 cores
 # (2026-11-27, d = 20,490, one step in a fresh process, median of 12 after 4 warm-up steps, freed memory
@@ -66,10 +75,18 @@ DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for
 MAX_DIAGONALS = 32  # the most diagonals measured (26 above); beyond, CSR (complete graphs, stars' hubs)
 
 
-def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> Mixing | torch.Tensor:
+def dense_gossip_nodes(device: torch.device | str) -> int:
+    """The most rows of C for which :func:`choose_mixing` takes the dense product on ``device``."""
+    return DENSE_GOSSIP_NODES_CPU if torch.device(device).type == "cpu" else DENSE_GOSSIP_NODES
+
+
+def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
     """The form of C for ``C @ X`` in one process (every form gives C @ X up to float rounding):
 
-    * at most SPARSE_GOSSIP_FROM_NODES rows, or C = J (``uses_J``): the dense matrix;
+    * C = J, or a block-diagonal of equal J blocks (synchronous and local SGD, complete graphs with
+      uniform weights, a sweep of such runs): :class:`AverageMixing`, one read and one write of X, on
+      every device and at every size;
+    * at most :func:`dense_gossip_nodes` rows (16 on the CPU, 200 on a GPU): the dense matrix;
     * on the CPU, C with at most DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of an average row
       and at most MAX_DIAGONALS (rings, paths, exponential graphs): :class:`DiagonalMixing`;
     * otherwise sparse CSR, its stored zeros dropped and repeated entries added up (tori, hypercubes,
@@ -77,7 +94,10 @@ def choose_mixing(C: Any, device: torch.device | str, uses_J: bool = False) -> M
       shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against 1.99 ms for the
       10,000-ring on an H100, 2026-11-26).
     """
-    if C.shape[0] <= SPARSE_GOSSIP_FROM_NODES or uses_J:
+    average = AverageMixing.of(C)
+    if average is not None:
+        return average
+    if C.shape[0] <= dense_gossip_nodes(device):
         dense = C.toarray() if sp.issparse(C) else np.asarray(C)
         return torch.as_tensor(dense, dtype=torch.float32, device=device)
     M = canonical_csr(C)
@@ -128,7 +148,9 @@ def sparse_mixing(
 
 
 def mixing_form(mixing: Mixing | torch.Tensor) -> str:
-    """The name of a form :func:`choose_mixing` returns: ``dense``, ``diagonal`` or ``sparse``."""
+    """The name of a form :func:`choose_mixing` returns: ``average``, ``dense``, ``diagonal``, ``sparse``."""
+    if isinstance(mixing, AverageMixing):
+        return "average"
     if isinstance(mixing, DiagonalMixing):
         return "diagonal"
     if isinstance(mixing, LocalMixing):
@@ -159,15 +181,10 @@ class Mixing(Protocol):
         ...
 
 
-@dataclass
-class LocalMixing:
-    """Every node in this process: ``mix`` is ``C @ Y`` (C dense or sparse CSR) and the halo is empty."""
+class EveryNodeHere:
+    """``exchange`` and ``split`` of a mixing operator that holds every node (one process): no halo."""
 
-    C: torch.Tensor
     halo_size: int = 0
-
-    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
-        return self.C @ own
 
     def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
         return rows[:0]
@@ -177,7 +194,63 @@ class LocalMixing:
 
 
 @dataclass
-class DiagonalMixing:
+class LocalMixing(EveryNodeHere):
+    """Every node in this process: ``mix`` is ``C @ Y`` (C dense or sparse CSR) and the halo is empty."""
+
+    C: torch.Tensor
+
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        return self.C @ own
+
+
+@dataclass
+class AverageMixing(EveryNodeHere):
+    """C = blockdiag(J_g, ..., J_g), J_g = (1/g) 1 1^T: every row of X replaced by the mean of its group of
+    ``group`` consecutive rows. One group is the exact averaging of synchronous and local SGD (Algorithm 1
+    with C = J) and the mixing matrix of a complete graph with uniform weights (the paper's and
+    Metropolis'); several, a sweep's block-diagonal of such runs of one size. One read and one write of X,
+    where ``C @ X`` does N multiply-adds per entry, dense or CSR (C has no zero). On 2 cores (2026-11-27,
+    d = 20,490, ms for the mean / dense J / CSR / a copy of X): N = 10 0.048 / 0.078 / 0.159 / 0.013,
+    N = 100 0.31 / 6.1 / 21.7 / 0.14, N = 1,000 8.2 / 332 / 8,409 / 5.2. The same as ``C @ X`` up to
+    float rounding."""
+
+    group: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 1:
+            raise InputError(f"group = {self.group!r} (expected a whole number of rows >= 1)")
+
+    @classmethod
+    def of(cls, C: Any, rtol: float = 1e-12) -> AverageMixing | None:
+        """The operator of C (N x N, dense or sparse) when C is blockdiag(J_g, ..., J_g) to ``rtol``, else
+        None. O(N^2) for a dense C (one comparison), O(nnz) for a sparse one."""
+        n = C.shape[0]
+        if n == 0 or C.shape != (n, n):
+            return None
+        if not sp.issparse(C):
+            dense = np.asarray(C, dtype=np.float64)
+            return cls(n) if np.allclose(dense, 1.0 / n, rtol=rtol, atol=0.0) else None
+        M = canonical_csr(C)
+        g = M.nnz // n
+        if g < 1 or M.nnz != g * n or n % g or not np.all(np.diff(M.indptr) == g):
+            return None
+        columns = (np.arange(n)[:, None] // g * g + np.arange(g)).ravel()  # row i: its group's g columns
+        same = np.array_equal(M.indices, columns) and np.allclose(M.data, 1.0 / g, rtol=rtol, atol=0.0)
+        return cls(g) if same else None
+
+    def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
+        """Each row's group mean, written into a new matrix (its rows share no memory)."""
+        n, d = own.shape
+        if n % self.group:
+            raise InputError(f"{n} rows do not split into groups of {self.group} (expected a multiple)")
+        groups = own.reshape(n // self.group, self.group, d)
+        out = torch.empty_like(own)
+        out.view_as(groups).copy_(groups.mean(1, keepdim=True).expand_as(groups))
+        return out
+
+
+@dataclass
+class DiagonalMixing(EveryNodeHere):
     """C as a sum of shifted diagonals, C_ij = w_k[i] for j = (i + k) mod N, so that
     ``(C X)_i = sum_k w_k[i] X_((i + k) mod N)``: one scaled copy and a shifted add per other diagonal,
     each a pass over X in memory order, instead of a sparse product.
@@ -192,7 +265,6 @@ class DiagonalMixing:
     """
 
     weights: dict[int, float | np.ndarray]  # offset k -> its constant w_k, or its N per-row weights
-    halo_size: int = 0
     block_bytes: int | None = None  # rows of the output per block (see mix); None: BLOCK_BYTES_CPU on the
     # CPU, every row in one block elsewhere
     _tensors: dict[tuple[torch.device, torch.dtype], dict[int, float | torch.Tensor]] = field(
@@ -255,12 +327,6 @@ class DiagonalMixing:
                 if k:
                     _add_rows(out[a:b], own, (a + k) % n, w if isinstance(w, float) else w[a:b])
         return out
-
-    def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
-        return rows[:0]
-
-    def split(self, full: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return full, full[:0]
 
     def fused(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """``C @ X`` as one expression sum_k w_k roll(X, -k) compiled by ``torch.compile`` into one kernel

@@ -266,7 +266,7 @@ def _check_steps(config: RunConfig, saved: dict[str, Any], t: int) -> None:
 
 def build_trainer(config: RunConfig, s: Setup) -> Trainer:
     """The single-process trainer of a prepared run: X = x0 on every node, the run's gossip and sampler."""
-    C = choose_mixing(s.C, s.device, s.uses_J)
+    C = choose_mixing(s.C, s.device)
     choco = algorithm(config.algorithm).compressed
     gossip = ChocoGossip(C, config.gamma, s.compressor) if choco else ExactGossip(C)
     gen = torch.Generator(device=s.device).manual_seed(config.seed + 2)

@@ -8,7 +8,8 @@ number of steps. Each step:
   gradients of all their rows come from one stacked call per batch size (:meth:`Stack.gradients`);
 * the runs in an exact gossip step mix their rows with one block-diagonal product
   blockdiag(C_r) @ X, in the form :func:`sim.gossip.choose_mixing` picks for that block-diagonal matrix
-  (dense up to 200 rows; above, shifted diagonals or CSR);
+  (the group means where every run averages exactly; else dense up to 16 rows on the CPU and 200 on a
+  GPU, above shifted diagonals or CSR);
   CHOCO-G runs step their own :class:`~sim.gossip.ChocoGossip` with their own compressor stream;
 * X <- X - eta_r G on the rows of the runs that took a local step (after the mixing for D-SGD:
   C X - eta G(X), as eq. (glo-d-sgd)).
@@ -262,8 +263,8 @@ class SweepEngine:
         return self._memo(("rows", tuple(lane.index for lane in lanes)), lambda: self._device(index()))
 
     def _block(self, lanes: Sequence[Lane]) -> Mixing:
-        """blockdiag(C_r) of ``lanes`` in the form :func:`sim.gossip.choose_mixing` picks for it (dense up to
-        200 rows; above, shifted diagonals or CSR: a lane whose C is J gets no dense block of its own)."""
+        """blockdiag(C_r) of ``lanes`` in the form :func:`sim.gossip.choose_mixing` picks for it (see the
+        module docstring)."""
 
         def build() -> Mixing:
             blocks = sp.block_diag([self.C[lane.index] for lane in lanes], format="csr")

@@ -103,7 +103,7 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     assert set(gossip) == {"4", "6"}
     assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "diagonal_ms", "copy_ms", "chosen"}
     assert set(gossip["6"]) == {"sparse_ms", "diagonal_ms", "copy_ms", "chosen"}  # above dense_gossip_up_to
-    assert gossip["6"]["chosen"] == "dense"  # 6 nodes: at most SPARSE_GOSSIP_FROM_NODES
+    assert gossip["6"]["chosen"] == "dense"  # 6 nodes: at most DENSE_GOSSIP_NODES_CPU
     torus = out[f"gossip_torus_step_ms_d{20490}"]
     assert set(torus) == {"6"}  # at the largest N only
     for name, row in (("ring", gossip["6"]), ("torus", torus["6"])):

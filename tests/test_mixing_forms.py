@@ -1,5 +1,5 @@
-"""The forms of C @ X a run may take (sim.gossip.choose_mixing): shifted diagonals against the matrix
-product on every kind of graph, blocks that change no bit, and the rule that picks the form."""
+"""The forms of C @ X a run may take (sim.gossip.choose_mixing): shifted diagonals and group means against
+the matrix product on every kind of graph, blocks that change no bit, and the rule that picks the form."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from bounds import make_graph, mixing_matrix
+from bounds import InputError, make_graph, mixing_matrix
 from bounds.cdfl.compression import TopK
 from sim.gossip import (
-    SPARSE_GOSSIP_FROM_NODES,
+    DENSE_GOSSIP_NODES,
+    DENSE_GOSSIP_NODES_CPU,
+    AverageMixing,
     ChocoGossip,
     DiagonalMixing,
     ExactGossip,
     choose_mixing,
+    dense_gossip_nodes,
     mixing_form,
     sparse_mixing,
 )
@@ -129,15 +132,21 @@ def test_max_diagonals_refuses_fuller_matrices() -> None:
 @pytest.mark.parametrize(
     "topology, n, rule, form",
     [
-        ("ring", SPARSE_GOSSIP_FROM_NODES, "paper", "dense"),  # small: the dense product
-        ("ring", 300, "paper", "diagonal"),  # 3 diagonals, 3 non-zeros a row
+        ("ring", DENSE_GOSSIP_NODES_CPU, "paper", "dense"),  # small: the dense product
+        ("ring", DENSE_GOSSIP_NODES_CPU + 1, "paper", "diagonal"),  # 3 diagonals, 3 non-zeros a row
+        ("ring", 300, "paper", "diagonal"),
+        ("torus", 25, "paper", "sparse"),  # 7 diagonals, 5 non-zeros a row
         ("torus", 400, "paper", "sparse"),  # 7 diagonals, 5 non-zeros a row
         ("exponential", 256, "paper", "diagonal"),  # circulant: 16 diagonals, 16 non-zeros a row
         ("path", 300, "metropolis", "diagonal"),
         ("hypercube", 256, "paper", "sparse"),  # 16 diagonals, 9 non-zeros a row
         ("erdos-renyi", 300, "metropolis", "sparse"),  # diagonals everywhere
         ("star", 300, "metropolis", "sparse"),  # the hub reaches every diagonal; 2 non-zeros an average row
-        ("complete", 300, "paper", "sparse"),  # 300 diagonals: above MAX_DIAGONALS
+        ("complete", 300, "paper", "average"),  # C = J: the mean (CSR would hold 300 non-zeros a row)
+        ("complete", 300, "metropolis", "average"),
+        ("complete", 10, "paper", "average"),  # at every size
+        ("ring", 3, "paper", "average"),  # the 3-ring's C is J
+        ("ring", 4, "metropolis", "dense"),
     ],
 )
 def test_choose_mixing_on_the_cpu(topology: str, n: int, rule: str, form: str) -> None:
@@ -145,16 +154,19 @@ def test_choose_mixing_on_the_cpu(topology: str, n: int, rule: str, form: str) -
     chosen = choose_mixing(C, "cpu")
     assert mixing_form(chosen) == form
     X = torch.randn(n, 6)
-    product = chosen.mix(X, X[:0]) if isinstance(chosen, DiagonalMixing) else chosen @ X
+    product = chosen @ X if isinstance(chosen, torch.Tensor) else chosen.mix(X, X[:0])
     expected = torch.as_tensor(_dense(C), dtype=torch.float32) @ X
     torch.testing.assert_close(product, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_choose_mixing_keeps_dense_for_J_and_sparse_off_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_choose_mixing_off_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU keeps the dense product up to 200 rows and takes CSR above, the mean for J."""
     import sim.gossip
 
+    assert dense_gossip_nodes("cuda") == DENSE_GOSSIP_NODES == 200
+    assert dense_gossip_nodes("cpu") == DENSE_GOSSIP_NODES_CPU == 16
+    assert choose_mixing(np.full((300, 300), 1 / 300), "cuda") == AverageMixing(300)  # nothing on the device
     C = mixing_matrix(make_graph("ring", 300))
-    assert mixing_form(choose_mixing(np.full((300, 300), 1 / 300), "cpu", uses_J=True)) == "dense"
     built = []  # a GPU run takes sparse CSR (built on the device: recorded here, no GPU needed)
     monkeypatch.setattr(sim.gossip, "sparse_mixing", lambda C, device: built.append(device) or "csr")
     assert choose_mixing(C, "cuda") == "csr" and built == ["cuda"]
@@ -282,3 +294,91 @@ def test_sparse_mixing_takes_the_canonical_matrix_and_leaves_the_callers_alone()
         X = torch.randn(M.shape[0], 3)
         expected = torch.as_tensor(M.toarray(), dtype=torch.float32) @ X
         torch.testing.assert_close(S @ X, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n, group", [(1, 1), (6, 6), (12, 4), (12, 1)])
+def test_group_means_give_the_matrix_product(n: int, group: int) -> None:
+    """blockdiag(J_g, ...) from a dense or a sparse C: float64 to 1e-12, alone and in both gossip rules; the
+    result is a new matrix whose rows share no memory (an in-place update of it works)."""
+    C = sp.block_diag([np.full((group, group), 1 / group)] * (n // group), format="csr")
+    for given in (C, C.toarray()):
+        op = AverageMixing.of(given)
+        if group < n and not sp.issparse(given):
+            assert op is None  # a dense C is read as one J or nothing
+            continue
+        assert op == AverageMixing(group)
+    op = AverageMixing(group)
+    X = torch.randn(n, 9, dtype=torch.float64)
+    expected = torch.as_tensor(C.toarray()) @ X
+    out = op.mix(X, X[:0])
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    assert out.data_ptr() != X.data_ptr() and out.stride() == X.stride()
+    out.add_(1.0)  # no two rows alias
+    torch.testing.assert_close(ExactGossip(op).step(X), expected, rtol=1e-12, atol=1e-12)
+    choco_dense = ChocoGossip(torch.as_tensor(C.toarray()), 0.5, TopK(4))
+    choco_mean = ChocoGossip(op, 0.5, TopK(4))
+    for _ in range(3):
+        torch.testing.assert_close(choco_mean.step(X), choco_dense.step(X), rtol=1e-12, atol=1e-12)
+
+
+def test_near_averages_are_not_taken_for_J() -> None:
+    """What is almost, but not, a block-diagonal of equal J blocks keeps its own form."""
+    J = np.full((6, 6), 1 / 6)
+    nudged = J.copy()
+    nudged[0, 1] += 1e-9
+    nudged[0, 2] -= 1e-9  # still doubly stochastic
+    unequal = sp.block_diag([np.full((4, 4), 0.25), np.full((2, 2), 0.5)], format="csr")  # 18 entries / 6
+    unequal_same_count = sp.block_diag([np.full((2, 2), 0.5), np.full((3, 3), 1 / 3)] * 2, format="csr")
+    band = mixing_matrix(make_graph("ring", 6))  # 3 entries of 1/3 a row, not in groups of 3
+    shuffled = sp.csr_matrix(sp.block_diag([np.full((3, 3), 1 / 3)] * 2).toarray()[[0, 3, 1, 4, 2, 5]])
+    others = (sp.csr_matrix(nudged), unequal, unequal_same_count, band, shuffled, np.eye(6), J[:, :5])
+    for C in (nudged, *others):
+        assert AverageMixing.of(C) is None
+        if C.shape[0] == C.shape[1]:
+            assert mixing_form(choose_mixing(C, "cpu")) == "dense"
+
+
+def test_a_wrong_group_mean_is_seen() -> None:
+    """The means of groups of the wrong size are not C @ X (the comparison the tests above make can fail)."""
+    C = sp.block_diag([np.full((3, 3), 1 / 3)] * 4, format="csr")
+    X = torch.randn(12, 5, dtype=torch.float64)
+    expected = torch.as_tensor(C.toarray()) @ X
+    for wrong in (AverageMixing(4), AverageMixing(12), AverageMixing(1)):
+        assert not torch.allclose(wrong.mix(X, X[:0]), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("group", [0, -2, 2.5, True, "3"])
+def test_bad_groups_are_refused(group: object) -> None:
+    with pytest.raises(InputError, match=f"group = {group!r}"):
+        AverageMixing(group)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="7 rows do not split into groups of 3"):
+        AverageMixing(3).mix(torch.zeros(7, 2), torch.zeros(0, 2))
+
+
+@pytest.mark.parametrize("algorithm", ["sync", "local"])
+def test_exact_averaging_runs_take_the_mean(algorithm: str, ten_per_node, tmp_path, monkeypatch) -> None:
+    """Synchronous and local SGD (C = J) take the mean, alone and stacked in a sweep, and their records equal
+    those of the same runs with the matrix product."""
+    from conftest import assert_same_records
+
+    import sim.gossip
+    from sim.config import RunConfig
+    from sim.runner import run
+    from sim.setup import build_trainer, prepare
+    from sim.sweep import build_engine, run_sweep
+
+    base = {"dataset": f"npz:{ten_per_node}", "model": "logreg", "nodes": 40, "partition": "iid", "steps": 8,
+            "tau1": 2, "eta": 0.1, "log_every": 4, "eval_samples": 50, "algorithm": algorithm}  # fmt: skip
+    config = RunConfig(**base, out=str(tmp_path / "mean"))
+    assert build_trainer(config, prepare(config)).gossip.mixing == AverageMixing(40)
+    run(config)
+    sweep = [RunConfig(**base, seed=s, out=str(tmp_path / f"sweep{s}")) for s in (0, 1)]
+    engine, _ = build_engine(sweep)
+    assert engine._block(engine.lanes) == AverageMixing(40)  # two groups of 40
+    run_sweep(sweep)
+    assert_same_records(tmp_path / "mean", tmp_path / "sweep0")
+    monkeypatch.setattr(sim.gossip.AverageMixing, "of", classmethod(lambda cls, C: None))
+    product = RunConfig(**base, out=str(tmp_path / "product"))
+    assert mixing_form(build_trainer(product, prepare(product)).gossip.mixing) != "average"
+    run(product)
+    assert_same_records(tmp_path / "mean", tmp_path / "product")
