@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 import sim.bench as bench
 from sim.cli import main
 from sim.engine import Stack
+from sim.gossip import LocalMixing
 
 TINY = bench._Sizes(
     nodes=2, batch=2, repeats=1, scaling_nodes=(3,), gossip_nodes=(4, 6), dense_gossip_up_to=4, matmul=32,
@@ -37,9 +38,12 @@ SIM = Path(bench.__file__).parent
 
 
 def _tensors(obj: Any) -> list[torch.Tensor]:
-    """Every tensor reachable from what a timed closure captured (tensors, modules, optimizers, lists)."""
+    """Every tensor reachable from what a timed closure captured (tensors, modules, optimizers, lists, the
+    CSR mixing operator)."""
     if isinstance(obj, torch.Tensor):
         return [obj]
+    if isinstance(obj, LocalMixing):
+        return [obj.C]
     if isinstance(obj, nn.Module):
         return [*obj.parameters(), *obj.buffers()]
     if isinstance(obj, Stack):
