@@ -34,6 +34,7 @@ __all__ = [
     "BLOCK_BYTES_CPU",
     "DENSE_GOSSIP_NODES",
     "DENSE_GOSSIP_NODES_CPU",
+    "DIAGONALS_FROM_NONZEROS",
     "DIAGONALS_PER_NONZERO",
     "MAX_DIAGONALS",
     "AverageMixing",
@@ -64,15 +65,16 @@ DENSE_GOSSIP_NODES_CPU = 16  # the same on the CPU. Measured on 2 cores (2026-11
 # / 0.578; a sweep's 8 stacked 10-rings (80 rows) 3.4 / 0.39 / 0.64. The paper's 10-node runs keep the
 # dense product.
 DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for a C with at most this
-# many non-zero diagonals per non-zero in an average row, and at most MAX_DIAGONALS. Measured on 2 cores
-# (2026-11-27, d = 20,490, one step in a fresh process, median of 12 after 4 warm-up steps, freed memory
-# retained; copy / CSR / diagonals in ms): ring of 10,000 (3 diagonals, 3 non-zeros a row) 63 / 208 / 153;
-# path of 10,000 (3, 3) 56 / 176 / 149; exponential graph of 8,192 (26, 26) 47 / 1,815 / 791; torus
-# 100 x 100 (7, 5) 57 / 216 / 295; 400 rings of 10 stacked (5, 3) 27 / 83 / 74; hypercube of 8,192
-# (26, 14) 44 / 506 / 977. A diagonal costs 0.55-0.9 copies of X, a non-zero of a CSR row 0.75-1.5: the
-# rule is a threshold between the two, not a fit (it sends the stacked 10-rings to CSR, 11% slower there).
-# CSR's time also varies up to 5-fold with the process's history (the same torus took 906 ms after other
-# runs); the diagonals' does not.
+# many non-zero diagonals per non-zero in an average row, at most MAX_DIAGONALS of them, and at least
+# DIAGONALS_FROM_NONZEROS non-zeros in an average row; else CSR (csr_product). Measured on 2 cores
+# (2026-11-27, d = 20,490, a fresh process each, 3 x 5 calls, freed memory retained; ms for copy / CSR /
+# diagonals, with the diagonals and non-zeros a row): ring of 10,000 (3, 3) 47 / 67 / 81; path of 10,000
+# (3, 2) 48 / 68 / 80; ring of 2,000 9.6 / 14.1 / 16.1; torus of 2,500 (7, 5) 12.0 / 25.0 / 33.2;
+# exponential graph of 1,024 (20, 20) 4.9 / 42.8 / 43.0; of 8,192 (26, 26) 28 / 901 / 477; hypercube of
+# 8,192 (26, 14) 48 / 261 / 684. So the diagonals pay off only where a row has many far neighbours (the
+# exponential graph: CSR gathers its 26 rows from all over X); a threshold between the measured points, not
+# a fit. (Before csr_product, CSR paid for page faults on every call and the diagonals won rings too.)
+DIAGONALS_FROM_NONZEROS = 16  # see DIAGONALS_PER_NONZERO
 MAX_DIAGONALS = 32  # the most diagonals measured (26 above); beyond, CSR (complete graphs, stars' hubs)
 
 
@@ -88,10 +90,11 @@ def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
       uniform weights, a sweep of such runs): :class:`AverageMixing`, one read and one write of X, on
       every device and at every size;
     * at most :func:`dense_gossip_nodes` rows (16 on the CPU, 200 on a GPU): the dense matrix;
-    * on the CPU, C with at most DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of an average row
-      and at most MAX_DIAGONALS (rings, paths, exponential graphs): :class:`DiagonalMixing`;
-    * otherwise sparse CSR, its stored zeros dropped and repeated entries added up (tori, hypercubes,
-      stars, complete graphs, a sweep's block-diagonal of two or more rings; on a GPU every C: there the
+    * on the CPU, C with at least DIAGONALS_FROM_NONZEROS non-zeros in an average row, at most
+      DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of such a row and at most MAX_DIAGONALS
+      (exponential graphs): :class:`DiagonalMixing`;
+    * otherwise sparse CSR, its stored zeros dropped and repeated entries added up (rings, paths, tori,
+      hypercubes, stars, a sweep's block-diagonal of two or more runs; on a GPU every C: there the
       shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against 1.99 ms for the
       10,000-ring on an H100, 2026-11-26).
     """
@@ -102,7 +105,7 @@ def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
         dense = C.toarray() if sp.issparse(C) else np.asarray(C)
         return torch.as_tensor(dense, dtype=torch.float32, device=device)
     M = canonical_csr(C)
-    if torch.device(device).type == "cpu":
+    if torch.device(device).type == "cpu" and M.nnz >= DIAGONALS_FROM_NONZEROS * M.shape[0]:
         limit = min(MAX_DIAGONALS, math.ceil(DIAGONALS_PER_NONZERO * M.nnz / M.shape[0]))
         diagonal = DiagonalMixing.of(M, max_diagonals=limit)
         if diagonal is not None:

@@ -135,12 +135,12 @@ def test_max_diagonals_refuses_fuller_matrices() -> None:
     "topology, n, rule, form",
     [
         ("ring", DENSE_GOSSIP_NODES_CPU, "paper", "dense"),  # small: the dense product
-        ("ring", DENSE_GOSSIP_NODES_CPU + 1, "paper", "diagonal"),  # 3 diagonals, 3 non-zeros a row
-        ("ring", 300, "paper", "diagonal"),
+        ("ring", DENSE_GOSSIP_NODES_CPU + 1, "paper", "sparse"),  # 3 non-zeros a row: too few for diagonals
+        ("ring", 300, "paper", "sparse"),
         ("torus", 25, "paper", "sparse"),  # 7 diagonals, 5 non-zeros a row
         ("torus", 400, "paper", "sparse"),  # 7 diagonals, 5 non-zeros a row
         ("exponential", 256, "paper", "diagonal"),  # circulant: 16 diagonals, 16 non-zeros a row
-        ("path", 300, "metropolis", "diagonal"),
+        ("path", 300, "metropolis", "sparse"),
         ("hypercube", 256, "paper", "sparse"),  # 16 diagonals, 9 non-zeros a row
         ("erdos-renyi", 300, "metropolis", "sparse"),  # diagonals everywhere
         ("star", 300, "metropolis", "sparse"),  # the hub reaches every diagonal; 2 non-zeros an average row
@@ -190,7 +190,8 @@ def test_a_sweeps_block_diagonal_drops_the_zeros_of_its_dense_blocks() -> None:
 def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
     algorithm: str, ten_per_node, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 240-node ring run takes DiagonalMixing, and its records equal those of the same run with CSR."""
+    """A 240-node ring run with DiagonalMixing (taken where rows had 3 non-zeros) has the records of the same
+    run with CSR (what the rule takes)."""
     from conftest import assert_same_records
 
     import sim.gossip
@@ -204,13 +205,13 @@ def test_a_large_ring_run_with_shifted_diagonals_equals_the_csr_run(
             "algorithm": algorithm}  # fmt: skip
     if algorithm == "cdfl":
         base |= {"compressor": "top_k", "compressor_param": 4}
+    csr = RunConfig(**base, out=str(tmp_path / "csr"))
+    assert mixing_form(build_trainer(csr, prepare(csr)).gossip.mixing) == "sparse"
+    run(csr)
+    monkeypatch.setattr(sim.gossip, "DIAGONALS_FROM_NONZEROS", 3)
     config = RunConfig(**base, out=str(tmp_path / "diagonal"))
     assert isinstance(build_trainer(config, prepare(config)).gossip.mixing, DiagonalMixing)
     run(config)
-    monkeypatch.setattr(sim.gossip, "DIAGONALS_PER_NONZERO", 0.0)  # every C to CSR
-    csr = RunConfig(**base, out=str(tmp_path / "csr"))
-    assert not isinstance(build_trainer(csr, prepare(csr)).gossip.mixing, DiagonalMixing)
-    run(csr)
     assert_same_records(tmp_path / "diagonal", tmp_path / "csr")
 
 
@@ -260,11 +261,15 @@ def test_choose_mixing_adds_up_repeated_csr_entries() -> None:
     torch.testing.assert_close(chosen @ X, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_a_sweep_above_200_rows_equals_its_runs_alone(ten_per_node, tmp_path) -> None:
-    """Two 240-node ring runs stacked: steps where one gossips take its diagonals, steps where both do take
-    the block-diagonal's CSR (5 diagonals, 3 non-zeros a row); each run's records are its run's alone."""
+def test_a_sweep_above_200_rows_equals_its_runs_alone(ten_per_node, tmp_path, monkeypatch) -> None:
+    """Two 240-node ring runs stacked, diagonals allowed from 3 non-zeros a row: steps where one gossips take
+    its diagonals, steps where both do take the block-diagonal's CSR (5 diagonals, 3 non-zeros a row); each
+    run's records are its run's alone."""
     from conftest import assert_same_records
 
+    import sim.gossip
+
+    monkeypatch.setattr(sim.gossip, "DIAGONALS_FROM_NONZEROS", 3)
     from sim.config import RunConfig
     from sim.runner import run
     from sim.sweep import build_engine, run_sweep
@@ -401,3 +406,15 @@ def test_the_csr_product_is_the_matrix_product_bit_for_bit(
     out = csr_product(S, X)
     assert torch.equal(out, expected) and out.data_ptr() != X.data_ptr()
     assert torch.equal(LocalMixing(S).mix(X, X[:0]), expected)
+
+
+def test_diagonals_only_from_many_nonzeros_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule's third condition: a 300-ring (3 non-zeros a row) takes CSR, unless the threshold is 3."""
+    import sim.gossip
+
+    C = mixing_matrix(make_graph("ring", 300))
+    assert mixing_form(choose_mixing(C, "cpu")) == "sparse"
+    monkeypatch.setattr(sim.gossip, "DIAGONALS_FROM_NONZEROS", 3)
+    assert mixing_form(choose_mixing(C, "cpu")) == "diagonal"
+    monkeypatch.setattr(sim.gossip, "DIAGONALS_FROM_NONZEROS", 4)
+    assert mixing_form(choose_mixing(C, "cpu")) == "sparse"
