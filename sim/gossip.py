@@ -9,14 +9,17 @@ only two things that depend on where the nodes live:
   of Y and the *halo* (the rows of other processes' nodes that our nodes have an edge to);
 * ``exchange(rows)``: send our rows to the processes whose nodes need them and receive the halo.
 
-:class:`LocalMixing` holds every node (one process: the halo is empty and ``mix`` is ``C @ Y``);
-:class:`sim.distributed.HaloMixing` holds a block of nodes and exchanges halo rows point to point. The
-same CHOCO-G code therefore runs in one process and across many.
+:class:`LocalMixing` holds every node (one process: the halo is empty and ``mix`` is ``C @ Y``), as do
+its faster forms for special C, :class:`AverageMixing` (C = J: group means) and :class:`DiagonalMixing`
+(shifted diagonals), among which :func:`choose_mixing` picks; :class:`sim.distributed.HaloMixing` holds
+a block of nodes and exchanges halo rows point to point. The same CHOCO-G code therefore runs in one
+process and across many.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,7 +72,7 @@ DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for
 # DIAGONALS_FROM_NONZEROS non-zeros in an average row; else CSR (csr_product). Measured on 2 cores
 # (2026-11-27, d = 20,490, a fresh process each, 3 x 5 calls, freed memory retained; ms for copy / CSR /
 # diagonals, with the diagonals and non-zeros a row): ring of 10,000 (3, 3) 47 / 67 / 81; path of 10,000
-# (3, 2) 48 / 68 / 80; ring of 2,000 9.6 / 14.1 / 16.1; torus of 2,500 (7, 5) 12.0 / 25.0 / 33.2;
+# (3, 3) 48 / 68 / 80; ring of 2,000 9.6 / 14.1 / 16.1; torus of 2,500 (7, 5) 12.0 / 25.0 / 33.2;
 # exponential graph of 1,024 (20, 20) 4.9 / 42.8 / 43.0; of 8,192 (26, 26) 28 / 901 / 477; hypercube of
 # 8,192 (26, 14) 48 / 261 / 684. So the diagonals pay off only where a row has many far neighbours (the
 # exponential graph: CSR gathers its 26 rows from all over X); a threshold between the measured points, not
@@ -86,9 +89,9 @@ def dense_gossip_nodes(device: torch.device | str) -> int:
 def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
     """The form of C for ``C @ X`` in one process (every form gives C @ X up to float rounding):
 
-    * C = J, or a block-diagonal of equal J blocks (synchronous and local SGD, complete graphs with
-      uniform weights, a sweep of such runs): :class:`AverageMixing`, one read and one write of X, on
-      every device and at every size;
+    * C = J, or a block-diagonal of J blocks (synchronous and local SGD, complete graphs with uniform
+      weights, a sweep of such runs): :class:`AverageMixing`, one read and one write of X, on every
+      device and at every size;
     * at most :func:`dense_gossip_nodes` rows (16 on the CPU, 200 on a GPU): the dense matrix;
     * on the CPU, C with at least DIAGONALS_FROM_NONZEROS non-zeros in an average row, at most
       DIAGONALS_PER_NONZERO non-zero diagonals per non-zero of such a row and at most MAX_DIAGONALS
@@ -98,6 +101,8 @@ def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
       shifted adds, a kernel each, were measured slower than CSR, 2.26 ms against 1.99 ms for the
       10,000-ring on an H100, 2026-11-26).
     """
+    if len(C.shape) != 2 or C.shape[0] != C.shape[1]:
+        raise InputError(f"C has shape {tuple(C.shape)} (expected a square N x N mixing matrix)")
     average = AverageMixing.of(C)
     if average is not None:
         return average
@@ -215,54 +220,86 @@ def csr_product(C: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     pages the kernel faults in and zeroes each time (glibc's retained heap, :mod:`sim.host`, does not
     serve them). On 2 cores (2026-11-27, d = 20,490): torus of 10,000 626 ms and about 400,000 page
     faults per call against 132 ms and none; ring of 10,000 362 ms against 70-103 ms; torus of 1,024
-    11.4 ms. The result is equal to ``C @ X`` bit for bit (tested)."""
+    11.4 ms. The result is equal to ``C @ X`` bit for bit (tested). An X that requires grad gets ``C @ X``
+    (``addmm`` with ``out=`` does not differentiate)."""
+    if X.requires_grad:
+        return C @ X
     out = torch.empty((C.shape[0], X.shape[1]), dtype=X.dtype, device=X.device)
     return torch.addmm(out, C, X, beta=0.0, out=out)
 
 
 @dataclass
 class AverageMixing(EveryNodeHere):
-    """C = blockdiag(J_g, ..., J_g), J_g = (1/g) 1 1^T: every row of X replaced by the mean of its group of
-    ``group`` consecutive rows. One group is the exact averaging of synchronous and local SGD (Algorithm 1
-    with C = J) and the mixing matrix of a complete graph with uniform weights (the paper's and
-    Metropolis'); several, a sweep's block-diagonal of such runs of one size. One read and one write of X,
-    where ``C @ X`` does N multiply-adds per entry, dense or CSR (C has no zero). On 2 cores (2026-11-27,
-    d = 20,490, ms for the mean / dense J / CSR / a copy of X): N = 10 0.048 / 0.078 / 0.159 / 0.013,
-    N = 100 0.31 / 6.1 / 21.7 / 0.14, N = 1,000 8.2 / 332 / 8,409 / 5.2. The same as ``C @ X`` up to
-    float rounding."""
+    """C = blockdiag(J_g1, J_g2, ...), J_g = (1/g) 1 1^T: every row of X replaced by the mean of its group
+    of consecutive rows (``sizes``: the groups' sizes in row order). One group is the exact averaging of
+    synchronous and local SGD (Algorithm 1 with C = J) and the mixing matrix of a complete graph with
+    uniform weights (the paper's and Metropolis'); several, a sweep's block-diagonal of such runs. One read
+    and one write of X, where ``C @ X`` does g multiply-adds per entry, dense or CSR (J has no zero). On 2
+    cores (2026-11-27, d = 20,490, ms for the mean / dense J / CSR / a copy of X): N = 10 0.048 / 0.078 /
+    0.159 / 0.013, N = 100 0.31 / 6.1 / 21.7 / 0.14, N = 1,000 8.2 / 332 / 8,409 / 5.2. The same as
+    ``C @ X`` up to float rounding."""
 
-    group: int
+    sizes: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 1:
-            raise InputError(f"group = {self.group!r} (expected a whole number of rows >= 1)")
+        given = self.sizes
+        whole = lambda g: isinstance(g, numbers.Integral) and not isinstance(g, bool) and g >= 1  # noqa: E731
+        if not (isinstance(given, tuple | list) and given and all(whole(g) for g in given)):
+            raise InputError(
+                f"sizes = {given!r} (expected the groups' sizes: a non-empty tuple of whole numbers >= 1)"
+            )
+        self.sizes = tuple(int(g) for g in given)
 
     @classmethod
     def of(cls, C: Any, rtol: float = 1e-12) -> AverageMixing | None:
-        """The operator of C (N x N, dense or sparse) when C is blockdiag(J_g, ..., J_g) to ``rtol``, else
-        None. O(N^2) for a dense C (one comparison), O(nnz) for a sparse one."""
+        """The operator of C (N x N, dense or sparse) when C is blockdiag(J_g1, J_g2, ...) to ``rtol``, else
+        None. O(nnz) for a sparse C; a dense C is read first in its first row (is it 1/g on g columns and
+        0 after?), then compared whole with J where g = N, or as CSR where g < N."""
         n = C.shape[0]
         if n == 0 or C.shape != (n, n):
             return None
         if not sp.issparse(C):
             dense = np.asarray(C, dtype=np.float64)
-            return cls(n) if np.allclose(dense, 1.0 / n, rtol=rtol, atol=0.0) else None
+            g = int(np.count_nonzero(dense[0]))
+            if g == 0 or np.any(dense[0, g:]) or not np.allclose(dense[0, :g], 1.0 / g, rtol=rtol, atol=0.0):
+                return None
+            if g == n:
+                return cls((n,)) if np.allclose(dense, 1.0 / n, rtol=rtol, atol=0.0) else None
         M = canonical_csr(C)
-        g = M.nnz // n
-        if g < 1 or M.nnz != g * n or n % g or not np.all(np.diff(M.indptr) == g):
+        counts = np.diff(M.indptr)
+        if not np.all(counts):
             return None
-        columns = (np.arange(n)[:, None] // g * g + np.arange(g)).ravel()  # row i: its group's g columns
-        same = np.array_equal(M.indices, columns) and np.allclose(M.data, 1.0 / g, rtol=rtol, atol=0.0)
-        return cls(g) if same else None
+        first = M.indices[M.indptr[:-1]]  # each row's first column (canonical CSR: sorted)
+        starts = np.flatnonzero(first == np.arange(n))  # a group starts where a row's first column is itself
+        sizes = counts[starts]
+        tiled = np.array_equal(starts, np.concatenate([[0], np.cumsum(sizes)[:-1]])) and sizes.sum() == n
+        if not tiled or not np.array_equal(first, np.repeat(starts, sizes)):
+            return None
+        if not np.array_equal(counts, np.repeat(sizes, sizes)):
+            return None
+        columns = np.repeat(first, counts) + np.arange(M.nnz) - np.repeat(M.indptr[:-1], counts)
+        if not np.array_equal(M.indices, columns):  # row i: the consecutive columns of its group
+            return None
+        if not np.allclose(M.data, np.repeat(1.0 / counts, counts), rtol=rtol, atol=0.0):
+            return None
+        return cls(tuple(int(g) for g in sizes))
 
     def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
-        """Each row's group mean, written into a new matrix (its rows share no memory)."""
+        """Each row's group mean, written into a new matrix (its rows share no memory): groups of one size
+        in one reshaped pass, else group by group."""
         n, d = own.shape
-        if n % self.group:
-            raise InputError(f"{n} rows do not split into groups of {self.group} (expected a multiple)")
-        groups = own.reshape(n // self.group, self.group, d)
+        if n != sum(self.sizes):
+            raise InputError(f"{n} rows, but the groups hold {sum(self.sizes)} (expected as many)")
         out = torch.empty_like(own)
-        out.view_as(groups).copy_(groups.mean(1, keepdim=True).expand_as(groups))
+        g = self.sizes[0]
+        if all(size == g for size in self.sizes):
+            groups = own.reshape(n // g, g, d)
+            out.view_as(groups).copy_(groups.mean(1, keepdim=True).expand_as(groups))
+            return out
+        first = 0
+        for size in self.sizes:
+            out[first : first + size] = own[first : first + size].mean(0, keepdim=True)
+            first += size
         return out
 
 

@@ -108,8 +108,7 @@ class Setup:
     stack: Stack
     tau1: int
     tau2: int
-    uses_J: bool
-    C: np.ndarray
+    C: np.ndarray  # J for the algorithms that average exactly (see mixing)
     compressor: Any
     bits_per_gossip: float
     cost: CostModel
@@ -147,7 +146,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
     out = prepare_out(config) if main else Path(config.out)  # once every input is checked
-    return Setup(data, parts, stack, tau1, tau2, uses_J, C, compressor, bits, cost, x0, device, out)
+    return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out)
 
 
 RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")

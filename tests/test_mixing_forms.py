@@ -3,6 +3,8 @@ the matrix product on every kind of graph, blocks that change no bit, and the ru
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -167,7 +169,7 @@ def test_choose_mixing_off_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert dense_gossip_nodes("cuda") == DENSE_GOSSIP_NODES == 200
     assert dense_gossip_nodes("cpu") == DENSE_GOSSIP_NODES_CPU == 16
-    assert choose_mixing(np.full((300, 300), 1 / 300), "cuda") == AverageMixing(300)  # nothing on the device
+    assert choose_mixing(np.full((300, 300), 1 / 300), "cuda") == AverageMixing((300,))  # no device used
     C = mixing_matrix(make_graph("ring", 300))
     built = []  # a GPU run takes sparse CSR (built on the device: recorded here, no GPU needed)
     monkeypatch.setattr(sim.gossip, "sparse_mixing", lambda C, device: built.append(device) or "csr")
@@ -303,18 +305,15 @@ def test_sparse_mixing_takes_the_canonical_matrix_and_leaves_the_callers_alone()
         torch.testing.assert_close(S @ X, expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("n, group", [(1, 1), (6, 6), (12, 4), (12, 1)])
-def test_group_means_give_the_matrix_product(n: int, group: int) -> None:
-    """blockdiag(J_g, ...) from a dense or a sparse C: float64 to 1e-12, alone and in both gossip rules; the
-    result is a new matrix whose rows share no memory (an in-place update of it works)."""
-    C = sp.block_diag([np.full((group, group), 1 / group)] * (n // group), format="csr")
-    for given in (C, C.toarray()):
-        op = AverageMixing.of(given)
-        if group < n and not sp.issparse(given):
-            assert op is None  # a dense C is read as one J or nothing
-            continue
-        assert op == AverageMixing(group)
-    op = AverageMixing(group)
+@pytest.mark.parametrize("sizes", [(1,), (6,), (4, 4, 4), (1,) * 12, (4, 2, 3), (1, 5, 1), (2, 7)])
+def test_group_means_give_the_matrix_product(sizes: tuple[int, ...]) -> None:
+    """blockdiag(J_g1, J_g2, ...) from a dense or a sparse C: float64 to 1e-12, alone and in both gossip
+    rules; the result is a new matrix whose rows share no memory (an in-place update of it works)."""
+    n = sum(sizes)
+    C = sp.block_diag([np.full((g, g), 1 / g) for g in sizes], format="csr")
+    for given in (C, C.toarray(), sp.coo_matrix(C)):
+        assert AverageMixing.of(given) == AverageMixing(sizes)
+    op = AverageMixing(sizes)
     X = torch.randn(n, 9, dtype=torch.float64)
     expected = torch.as_tensor(C.toarray()) @ X
     out = op.mix(X, X[:0])
@@ -334,11 +333,14 @@ def test_near_averages_are_not_taken_for_J() -> None:
     nudged = J.copy()
     nudged[0, 1] += 1e-9
     nudged[0, 2] -= 1e-9  # still doubly stochastic
-    unequal = sp.block_diag([np.full((4, 4), 0.25), np.full((2, 2), 0.5)], format="csr")  # 18 entries / 6
-    unequal_same_count = sp.block_diag([np.full((2, 2), 0.5), np.full((3, 3), 1 / 3)] * 2, format="csr")
+    unequal = sp.block_diag([np.full((4, 4), 0.25), np.full((2, 2), 0.4)], format="csr")  # 0.4: not 1/2
     band = mixing_matrix(make_graph("ring", 6))  # 3 entries of 1/3 a row, not in groups of 3
     shuffled = sp.csr_matrix(sp.block_diag([np.full((3, 3), 1 / 3)] * 2).toarray()[[0, 3, 1, 4, 2, 5]])
-    others = (sp.csr_matrix(nudged), unequal, unequal_same_count, band, shuffled, np.eye(6), J[:, :5])
+    overlapping = sp.csr_matrix(np.kron(np.eye(3), np.full((2, 2), 0.5)))  # groups 0-1, 2-3, 4-5 ...
+    overlapping[2, 1], overlapping[2, 3] = 0.5, 0.0  # ... but row 2 reaches back into the first group
+    first_row_only = J.copy()
+    first_row_only[3:, :] = np.eye(6)[3:]  # its first row is J's: the whole matrix is compared
+    others = (sp.csr_matrix(nudged), unequal, band, shuffled, overlapping, first_row_only, J[:, :5])
     for C in (nudged, *others):
         assert AverageMixing.of(C) is None
         if C.shape[0] == C.shape[1]:
@@ -346,20 +348,35 @@ def test_near_averages_are_not_taken_for_J() -> None:
 
 
 def test_a_wrong_group_mean_is_seen() -> None:
-    """The means of groups of the wrong size are not C @ X (the comparison the tests above make can fail)."""
+    """The means of groups of the wrong sizes are not C @ X (the comparison the tests above make can fail)."""
     C = sp.block_diag([np.full((3, 3), 1 / 3)] * 4, format="csr")
     X = torch.randn(12, 5, dtype=torch.float64)
     expected = torch.as_tensor(C.toarray()) @ X
-    for wrong in (AverageMixing(4), AverageMixing(12), AverageMixing(1)):
+    for wrong in (
+        AverageMixing((4, 4, 4)),
+        AverageMixing((12,)),
+        AverageMixing((1,) * 12),
+        AverageMixing((3, 3, 6)),
+    ):
         assert not torch.allclose(wrong.mix(X, X[:0]), expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("group", [0, -2, 2.5, True, "3"])
-def test_bad_groups_are_refused(group: object) -> None:
-    with pytest.raises(InputError, match=f"group = {group!r}"):
-        AverageMixing(group)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="7 rows do not split into groups of 3"):
-        AverageMixing(3).mix(torch.zeros(7, 2), torch.zeros(0, 2))
+@pytest.mark.parametrize("sizes", [3, (), (0,), (2, -2), (2.5,), (True,), ("3",), None])
+def test_bad_group_sizes_are_refused(sizes: object) -> None:
+    with pytest.raises(InputError, match=re.escape(f"sizes = {sizes!r} (expected the groups' sizes")):
+        AverageMixing(sizes)  # type: ignore[arg-type]
+
+
+def test_group_sizes_of_any_integer_type_and_rows_that_do_not_fit() -> None:
+    assert AverageMixing((np.int64(3), 2)).sizes == (3, 2) and AverageMixing([4]).sizes == (4,)
+    with pytest.raises(InputError, match=r"7 rows, but the groups hold 6 \(expected as many\)"):
+        AverageMixing((3, 3)).mix(torch.zeros(7, 2), torch.zeros(0, 2))
+
+
+def test_choose_mixing_refuses_a_non_square_matrix() -> None:
+    C = sp.csr_matrix(mixing_matrix(make_graph("ring", 300)))
+    with pytest.raises(InputError, match=r"C has shape \(301, 300\) \(expected a square N x N"):
+        choose_mixing(sp.vstack([C, C[:1]]).tocsr(), "cpu")
 
 
 @pytest.mark.parametrize("algorithm", ["sync", "local"])
@@ -377,11 +394,11 @@ def test_exact_averaging_runs_take_the_mean(algorithm: str, ten_per_node, tmp_pa
     base = {"dataset": f"npz:{ten_per_node}", "model": "logreg", "nodes": 40, "partition": "iid", "steps": 8,
             "tau1": 2, "eta": 0.1, "log_every": 4, "eval_samples": 50, "algorithm": algorithm}  # fmt: skip
     config = RunConfig(**base, out=str(tmp_path / "mean"))
-    assert build_trainer(config, prepare(config)).gossip.mixing == AverageMixing(40)
+    assert build_trainer(config, prepare(config)).gossip.mixing == AverageMixing((40,))
     run(config)
     sweep = [RunConfig(**base, seed=s, out=str(tmp_path / f"sweep{s}")) for s in (0, 1)]
     engine, _ = build_engine(sweep)
-    assert engine._block(engine.lanes) == AverageMixing(40)  # two groups of 40
+    assert engine._block(engine.lanes) == AverageMixing((40, 40))
     run_sweep(sweep)
     assert_same_records(tmp_path / "mean", tmp_path / "sweep0")
     monkeypatch.setattr(sim.gossip.AverageMixing, "of", classmethod(lambda cls, C: None))
