@@ -37,7 +37,7 @@ from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.dfl import symbolic
 from bounds.dfl.proposition1 import dfl_bound
-from bounds.graph.mixing import RULES, topology_matrix
+from bounds.graph.mixing import RULES, as_dense, topology_matrix
 from bounds.graph.spectral import SpectralSummary, spectral_summary, zeta
 from bounds.graph.topologies import TOPOLOGIES
 from bounds.plan.compare import compare_methods
@@ -246,7 +246,7 @@ def _cmd_pep(args: argparse.Namespace) -> dict[str, Any]:
     from bounds.pep import dfl_worst_case  # needs the optional group "pep"
 
     C = topology_matrix(args.topology, args.nodes, args.weights, args.seed)
-    C = C.toarray() if hasattr(C, "toarray") else C
+    C = as_dense(C)
     if C.shape[0] != args.nodes:
         raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {C.shape[0]} nodes")
     schedule = {"tau1": args.tau1, "tau2": args.tau2, "eta": args.eta, "L": args.L, "gap": args.gap,

@@ -18,7 +18,7 @@ import itertools
 from typing import Any
 
 from bounds import dfl_bound
-from bounds.graph.mixing import topology_matrix
+from bounds.graph.mixing import as_dense, topology_matrix
 from bounds.graph.spectral import zeta
 from paper_checks.context import CheckContext
 from paper_checks.parallel import cell_map
@@ -45,7 +45,7 @@ def _cells(quick: bool) -> list[tuple[str, Any, Cell]]:
         g["N"], g["topologies"], g["tau1"], g["tau2"], g["K"], g["varsigma2"]
     ):
         C = topology_matrix(top, n, WEIGHTS[top])
-        C = C.toarray() if hasattr(C, "toarray") else C
+        C = as_dense(C)
         z = float(zeta(C))
         probe = dfl_bound(L=g["L"], sigma2=0.0, N=n, eta=0.1 / g["L"], tau1=tau1, tau2=tau2, zeta=z,
                           T=K * (tau1 + tau2), gap=g["gap"], heterogeneity=v)  # fmt: skip

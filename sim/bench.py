@@ -48,12 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
 from bounds import InputError
-from bounds.graph.mixing import topology_matrix
+from bounds.graph.mixing import as_dense, topology_matrix
 from sim.algorithms import local_step_count
 from sim.engine import Stack
 from sim.gossip import DiagonalMixing, as_mixing, choose_mixing, mixing_form, sparse_mixing
@@ -261,7 +260,7 @@ def gossip_benchmark(
         X = torch.randn(n, d, device=device)
         row: dict[str, float | str] = {}
         if n <= dense_up_to:
-            dense = torch.as_tensor(C.toarray() if sp.issparse(C) else C, dtype=torch.float32, device=device)
+            dense = torch.as_tensor(as_dense(C), dtype=torch.float32, device=device)
             row["dense_ms"] = round(1000 * _time(lambda dense=dense, X=X: dense @ X, repeats, device), 3)
             del dense
         sparse = sparse_mixing(C, device=device)

@@ -31,6 +31,7 @@ import socket
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -41,7 +42,7 @@ from sim.config import RunConfig
 from sim.engine import BatchSampler
 from sim.errors import SimulationError
 from sim.faults import install_fault
-from sim.gossip import ChocoGossip, ExactGossip
+from sim.gossip import ChocoGossip, ExactGossip, as_mixing, canonical_csr, sparse_mixing
 from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare, torchrun_rank_and_world
 from sim.trainer import Trainer
@@ -122,26 +123,33 @@ class HaloMixing:
     neighbouring rank only the rows its nodes need, point to point, and counts the bytes sent.
     """
 
-    def __init__(self, C: np.ndarray, blocks: list[np.ndarray], rank: int) -> None:
+    def __init__(self, C: np.ndarray | sp.csr_matrix, blocks: list[np.ndarray], rank: int) -> None:
+        """``C`` dense, or CSR (a large topology's, :func:`sim.setup.mixing`): then C_block is CSR too and
+        no N x N array is made."""
         own = blocks[rank]
         self.own = own
         self.give: dict[int, np.ndarray] = {}  # rank -> local row numbers of ours it needs
         self.need: dict[int, np.ndarray] = {}  # rank -> global ids of its nodes we need
+        rows = canonical_csr(C[own]) if sp.issparse(C) else C[own]  # our rows of C
         for q, theirs in enumerate(blocks):
             if q == rank:
                 continue
-            link = C[np.ix_(own, theirs)] != 0
-            if link.any():
-                self.give[q] = np.flatnonzero(link.any(axis=1))
-                self.need[q] = theirs[link.any(axis=0)]
+            link = rows[:, theirs] != 0
+            if link.count_nonzero() if sp.issparse(link) else link.any():
+                self.give[q] = np.flatnonzero(np.asarray(link.sum(axis=1)).ravel())
+                self.need[q] = theirs[np.asarray(link.sum(axis=0)).ravel() > 0]
         self.halo = np.concatenate(list(self.need.values())) if self.need else own[:0]
         self.halo_size = len(self.halo)
-        self.block = torch.as_tensor(C[np.ix_(own, np.concatenate([own, self.halo]))], dtype=torch.float32)
+        block = rows[:, np.concatenate([own, self.halo])]
+        self.block = as_mixing(
+            sparse_mixing(block) if sp.issparse(block) else torch.as_tensor(block, dtype=torch.float32)
+        )  # C_block @ Y: dense, or csr_product
         self.bytes_sent = 0
         self.exchanges = 0
 
     def mix(self, own: torch.Tensor, halo: torch.Tensor) -> torch.Tensor:
-        return self.block @ torch.cat([own, halo])
+        Y = torch.cat([own, halo])
+        return self.block.mix(Y, Y[:0])
 
     def exchange(self, rows: torch.Tensor, nonzeros_per_row: int | None = None) -> torch.Tensor:
         self.exchanges += 1

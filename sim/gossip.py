@@ -31,6 +31,7 @@ import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
+from bounds.graph.mixing import as_dense
 from sim.compressors import compress_rows
 
 __all__ = [
@@ -107,8 +108,7 @@ def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
     if average is not None:
         return average
     if C.shape[0] <= dense_gossip_nodes(device):
-        dense = C.toarray() if sp.issparse(C) else np.asarray(C)
-        return torch.as_tensor(dense, dtype=torch.float32, device=device)
+        return torch.as_tensor(as_dense(C), dtype=torch.float32, device=device)
     M = canonical_csr(C)
     if torch.device(device).type == "cpu" and M.nnz >= DIAGONALS_FROM_NONZEROS * M.shape[0]:
         limit = min(MAX_DIAGONALS, math.ceil(DIAGONALS_PER_NONZERO * M.nnz / M.shape[0]))
@@ -263,8 +263,12 @@ class AverageMixing(EveryNodeHere):
             g = int(np.count_nonzero(dense[0]))
             if g == 0 or np.any(dense[0, g:]) or not np.allclose(dense[0, :g], 1.0 / g, rtol=rtol, atol=0.0):
                 return None
-            if g == n:
-                return cls((n,)) if np.allclose(dense, 1.0 / n, rtol=rtol, atol=0.0) else None
+            if g == n:  # compared with J in slices of rows: no temporaries of N x N
+                rows = max(1, (1 << 22) // n)
+                same = all(
+                    np.allclose(dense[i : i + rows], 1.0 / n, rtol=rtol, atol=0.0) for i in range(0, n, rows)
+                )
+                return cls((n,)) if same else None
         M = canonical_csr(C)
         counts = np.diff(M.indptr)
         if not np.all(counts):

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import torch
 
+from bounds.graph.mixing import as_dense
 from bounds.serialize import jsonable
 from sim.algorithms import (
     BOTH,
@@ -188,7 +189,7 @@ class RunRecorder:
                 "d": s.stack.d,
                 "bits_per_gossip": s.bits_per_gossip,
                 "t_comm": s.cost.t_comm,
-                "mixing_matrix": s.C.tolist() if config.nodes <= 100 else "omitted (N > 100)",
+                "mixing_matrix": as_dense(s.C).tolist() if config.nodes <= 100 else "omitted (N > 100)",
             }
             atomic_write(
                 s.out / "config.json",

@@ -118,3 +118,52 @@ def test_world_size_is_validated(tiny, tmp_path) -> None:
         InputError, match=r"world_size = 7 is out of range \(expected 1 <= world_size <= nodes\)"
     ):
         run(base(tiny, tmp_path, backend="distributed", world_size=7))
+
+
+@pytest.mark.parametrize(
+    ("topology", "n", "cuts"), [("ring", 12, (5, 9)), ("torus", 16, (3, 11)), ("star", 9, (1,))]
+)
+def test_halo_mixing_reads_a_csr_matrix_as_the_dense_one(
+    topology: str, n: int, cuts: tuple[int, ...]
+) -> None:
+    """HaloMixing from CSR C (large topologies keep that form) finds the same halo as from the dense C, and
+    its rows of C @ Y are the dense product's."""
+    import scipy.sparse as sp
+    import torch
+
+    from bounds import make_graph, mixing_matrix
+    from sim.distributed import HaloMixing
+
+    dense = mixing_matrix(make_graph(topology, n), "metropolis", sparse=False)
+    blocks = np.split(np.arange(n), cuts)
+    Y = torch.randn(n, 7)
+    for rank, own in enumerate(blocks):
+        a, b = HaloMixing(dense, blocks, rank), HaloMixing(sp.csr_matrix(dense), blocks, rank)
+        assert a.give.keys() == b.give.keys() and a.need.keys() == b.need.keys() and len(a.halo) > 0
+        assert all(
+            np.array_equal(a.give[q], b.give[q]) and np.array_equal(a.need[q], b.need[q]) for q in a.give
+        )
+        assert np.array_equal(a.halo, b.halo)
+        expected = (torch.as_tensor(dense, dtype=torch.float32) @ Y)[own]
+        for op in (a, b):
+            torch.testing.assert_close(op.mix(Y[own], Y[op.halo]), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_1200_node_run_keeps_c_sparse_and_two_processes_match_one(tmp_path) -> None:
+    """Above 1,000 nodes the run's C stays CSR (no N x N array); one process and two agree."""
+    import scipy.sparse as sp
+
+    from sim.setup import prepare
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 2600)
+    x = rng.normal(size=(3, 8))[y] * 2 + rng.normal(size=(2600, 8))
+    data = tmp_path / "data.npz"
+    np.savez(data, x_train=x[:2400], y_train=y[:2400], x_test=x[2400:], y_test=y[2400:])
+    kw = {"nodes": 1200, "steps": 6, "log_every": 3, "checkpoint_every": 100, "batch_size": 2, "tau1": 1}
+    config = base(data, tmp_path / "one", **kw)
+    assert sp.issparse(prepare(config).C)
+    run(config)
+    run(base(data, tmp_path / "two", backend="distributed", world_size=2, **kw))
+    a, b = np.load(tmp_path / "one" / "params.npz"), np.load(tmp_path / "two" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5

@@ -435,3 +435,12 @@ def test_diagonals_only_from_many_nonzeros_a_row(monkeypatch: pytest.MonkeyPatch
     assert mixing_form(choose_mixing(C, "cpu")) == "diagonal"
     monkeypatch.setattr(sim.gossip, "DIAGONALS_FROM_NONZEROS", 4)
     assert mixing_form(choose_mixing(C, "cpu")) == "sparse"
+
+
+def test_a_large_dense_J_is_compared_in_slices_to_its_last_row() -> None:
+    """2,100 rows: compared in two slices of rows; a change in the last row (the second slice) is seen."""
+    n = 2100
+    J = np.full((n, n), 1 / n)
+    assert AverageMixing.of(J) == AverageMixing((n,))
+    J[-1, -2:] = [0.5 / n, 1.5 / n]  # rows still sum to 1
+    assert AverageMixing.of(J) is None

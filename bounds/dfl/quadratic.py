@@ -27,7 +27,7 @@ import numpy as np
 
 from bounds._checks import InputError, real_array
 from bounds.dfl.schedule import local_step_mask
-from bounds.graph.mixing import Matrix, check_mixing_matrix
+from bounds.graph.mixing import Matrix, as_dense, check_mixing_matrix
 
 __all__ = [
     "NonIidQuadraticRun",
@@ -103,7 +103,7 @@ def exact_quadratic_dfl_runs(
     noise Gram matrices and stepped together up to max T, each by its own schedule of T[k] steps
     (:func:`_schedules`). The same numbers as m calls up to float rounding (tested)."""
     M_ = check_mixing_matrix(C, require_connected=False)
-    Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
+    Cd = as_dense(M_)
     n = Cd.shape[0]
     if n > 2000:
         raise InputError(f"N = {n} is too large for the exact recursion (expected N <= 2000)")
@@ -279,7 +279,7 @@ def exact_quadratic_non_iid_runs(
     problem in numpy's per-call overhead, which dominates at N d <= 400.
     """
     M_ = check_mixing_matrix(C, require_connected=False)
-    Cd = M_.toarray() if hasattr(M_, "toarray") else np.asarray(M_)
+    Cd = as_dense(M_)
     n = Cd.shape[0]
     m = len(T)
     if not (len(eta) == len(curvatures) == len(minimisers) == len(sigma2) == len(w1) == m) or m == 0:

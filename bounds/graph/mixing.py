@@ -38,6 +38,7 @@ __all__ = [
     "RULES",
     "SPARSE_FROM_NODES",
     "Matrix",
+    "as_dense",
     "check_mixing_matrix",
     "lazy",
     "load_matrix",
@@ -47,6 +48,13 @@ __all__ = [
 
 Matrix = np.ndarray | sp.csr_matrix
 SPARSE_FROM_NODES = 1000
+
+
+def as_dense(C: object) -> np.ndarray:
+    """A matrix (dense, scipy sparse, or nested lists) as a dense numpy array (a dense one is not copied)."""
+    return C.toarray() if sp.issparse(C) else np.asarray(C)
+
+
 DEFAULT_TOL = 1e-10
 
 
@@ -185,7 +193,7 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
 
 
 def _argworst(M: Matrix, score: Matrix) -> tuple[int, int]:
-    dense = score.toarray() if sp.issparse(score) else np.asarray(score)
+    dense = as_dense(score)
     i, j = np.unravel_index(int(np.argmax(dense)), dense.shape)
     return int(i), int(j)
 
