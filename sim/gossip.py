@@ -79,7 +79,7 @@ DIAGONALS_PER_NONZERO = 1.0  # choose_mixing takes DiagonalMixing on the CPU for
 # exponential graph: CSR gathers its 26 rows from all over X); a threshold between the measured points, not
 # a fit. (Before csr_product, CSR paid for page faults on every call and the diagonals won rings too.)
 DIAGONALS_FROM_NONZEROS = 16  # see DIAGONALS_PER_NONZERO
-MAX_DIAGONALS = 32  # the most diagonals measured (26 above); beyond, CSR (complete graphs, stars' hubs)
+MAX_DIAGONALS = 32  # the most diagonals measured (26 above); beyond, CSR (stars' hubs, dense graphs)
 
 
 def dense_gossip_nodes(device: torch.device | str) -> int:
