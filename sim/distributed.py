@@ -134,9 +134,10 @@ class HaloMixing:
         for q, theirs in enumerate(blocks):
             if q == rank:
                 continue
-            link = rows[:, theirs] != 0
-            if link.count_nonzero() if sp.issparse(link) else link.any():
-                self.give[q] = np.flatnonzero(np.asarray(link.sum(axis=1)).ravel())
+            link = rows[:, theirs] != 0  # dense or CSR: its row and column counts read the same way
+            edges_from = np.asarray(link.sum(axis=1)).ravel()
+            if edges_from.any():
+                self.give[q] = np.flatnonzero(edges_from)
                 self.need[q] = theirs[np.asarray(link.sum(axis=0)).ravel() > 0]
         self.halo = np.concatenate(list(self.need.values())) if self.need else own[:0]
         self.halo_size = len(self.halo)
