@@ -265,6 +265,8 @@ def _cmd_pep(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "worst_case": local.worst_case, "worst_case_all_steps": every.worst_case,
         "solver_status": local.solver_status, "solver_status_all_steps": every.solver_status,
+        "certificate_error": local.certificate["error"],
+        "certificate_error_all_steps": every.certificate["error"],
         "seconds": local.seconds + every.seconds, "initial": local.initial, "zeta": z, "T": T,
         "bound_repaired": repaired, "bound_paper": float(bound.bound),
         "ratio_repaired": repaired / local.worst_case, "ratio_paper": float(bound.bound) / every.worst_case,

@@ -33,10 +33,21 @@ over all L-smooth f_i (any dimension) subject to
 
 The witness (the worst functions' values and gradients at the iterates, from the solver's Gram
 matrix) comes back with the value: its left side, recomputed step by step, equals the SDP value.
+
+The value is PEPit's dual objective: the constant of the proof PEPit rebuilds from the solver's dual
+variables (multipliers of the interpolation and initial conditions, and the dual PSD matrix of the Gram
+constraint). It is an upper bound of the SDP value only if that proof holds: dual multipliers >= 0, the
+dual matrix PSD, and the rebuilt combination equal to the constant alone. A solver that stops early, or
+runs with loose tolerances, can still report ``optimal`` with a "proof" that misses by far more than its
+tolerance (Clarabel with tolerances 0.1: status ``optimal``, value 1.2447 for a cell whose value is
+1.25). :func:`certificate` measures how far the proof and the primal witness are from exact, and a
+result counts as a success only when every error is at most :data:`CERTIFICATE_RTOL` of the value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -47,9 +58,18 @@ import numpy as np
 from bounds._checks import InputError
 from bounds.result import Result
 
-__all__ = ["METRICS", "PEPResult", "dfl_worst_case", "gradient_descent_worst_case", "quadratic_lower_bound"]
+__all__ = [
+    "CERTIFICATE_RTOL",
+    "METRICS",
+    "PEPResult",
+    "certificate",
+    "dfl_worst_case",
+    "gradient_descent_worst_case",
+    "quadratic_lower_bound",
+]
 
 METRICS = ("local", "all")
+CERTIFICATE_RTOL = 1e-4  # largest certificate error (relative to max(1, |value|)) of a trusted value
 INITIAL_CONDITIONS = ("lower", "last")
 
 
@@ -64,6 +84,7 @@ class PEPResult(Result):
     initial: str
     gram_size: int
     witness: dict[str, Any] = field(repr=False)
+    certificate: dict[str, float] = field(default_factory=dict)
     success: bool = True
     message: str = ""
 
@@ -118,11 +139,14 @@ def dfl_worst_case(
     metric: str = "local",
     initial: str = "lower",
     solver: str | None = None,
+    solver_options: dict[str, Any] | None = None,
 ) -> PEPResult:
     """The exact worst case of deterministic DFL (see the module docstring) for a numeric C (N x N).
 
-    ``solver``: a cvxpy solver name (default: Clarabel if installed, else cvxpy's choice). Returns
-    ``success=False`` with the solver's status in the message when the SDP is not solved to optimality.
+    ``solver``: a cvxpy solver name (default: Clarabel if installed, else cvxpy's choice);
+    ``solver_options``: keyword arguments for it (e.g. ``{"max_iter": 50}``). Returns ``success=False``
+    with the reason in the message when the SDP is not solved to optimality or its certificate
+    (:func:`certificate`) misses by more than :data:`CERTIFICATE_RTOL`.
     """
     PEPit = _require_pepit()
     from PEPit.functions import SmoothFunction
@@ -182,9 +206,21 @@ def dfl_worst_case(
         for value, square in zip(values, squares, strict=True):  # inf F <= F(u) - ||grad F(u)||^2 / (2L)
             problem.add_constraint(F_star <= value - square / (2 * L))
         problem.set_initial_condition(values[0] - F_star <= gap)
-    worst, status = _solve(problem, solver)
+    worst, status = _solve(problem, solver, solver_options)
     seconds = time.perf_counter() - start
-    ok = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
+    solved = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
+    proof = certificate(problem, worst) if solved else {}
+    ok = solved and proof["error"] <= CERTIFICATE_RTOL
+    if not solved:
+        message = f"the SDP solver stopped with status {status!r} (expected optimal)"
+    elif not ok:
+        worst_part = max((k for k in proof if k != "error"), key=lambda k: proof[k])
+        message = (
+            f"the SDP solver's certificate misses by {proof['error']:.3g} ({worst_part}; expected at most "
+            f"{CERTIFICATE_RTOL:g} of the value): the value {float(worst)!r} is not trusted"
+        )
+    else:
+        message = ""
     witness: dict[str, Any] = {}
     if ok:
         local = [float(t.eval()) for t in local_terms]
@@ -203,8 +239,9 @@ def dfl_worst_case(
         initial=initial,
         gram_size=_gram_size(problem),
         witness=witness,
+        certificate=proof,
         success=bool(ok),
-        message="" if ok else f"the SDP solver stopped with status {status!r} (expected optimal)",
+        message=message,
     )
 
 
@@ -263,10 +300,62 @@ def interpolation_slack(triples: list[tuple[np.ndarray, np.ndarray, float]], L: 
     return float(slack)
 
 
-def _solve(problem: Any, solver: str | None) -> tuple[float | None, str]:
-    """Solve with cvxpy (Clarabel by default); returns (value, status)."""
+def certificate(problem: Any, value: float) -> dict[str, float]:
+    """How far a solved PEPit problem is from an exact certificate of ``value`` (its dual objective),
+    each error relative to max(1, |value|), after PEPit's own ``check_feasibility``:
+
+    * ``proof_residual``: the rebuilt proof, objective - sum_k lambda_k (constraint_k) + <G, S>, must be
+      the constant ``value`` alone; the sum of |coefficients| of every other term (what the proof misses);
+    * ``dual_infeasibility``: the most negative multiplier of an inequality and eigenvalue of the dual
+      matrix S (a proof needs lambda >= 0 and S PSD);
+    * ``primal_infeasibility``: the most negative eigenvalue of the Gram matrix G and the largest violation
+      of a constraint at the solver's point (the witness must be a real instance);
+    * ``duality_gap``: |value - primal objective at that point|;
+    * ``error``: the largest of these. NaN everywhere when PEPit's internals cannot be read (an untested
+      PEPit version): the value is then not trusted.
+    """
+    from PEPit.point import Point
+    from PEPit.tools.dict_operations import prune_dict, symmetrize_dict
+
+    scale = max(1.0, abs(float(value)))
+    try:
+        S, G = np.asarray(problem.residual, dtype=float), np.asarray(problem.G_value, dtype=float)
+        constraints = problem._list_of_prepared_constraints
+        inequalities = [c for c in constraints if c.equality_or_inequality == "inequality"]
+        equalities = [c for c in constraints if c.equality_or_inequality == "equality"]
+        combination = -np.dot(Point.list_of_leaf_points, np.dot(S, Point.list_of_leaf_points))
+        for c in constraints:
+            combination += c.eval_dual() * c.expression
+        rebuilt = prune_dict(symmetrize_dict((problem.objective - combination).decomposition_dict))
+        residual = float(np.sum([abs(v) for k, v in rebuilt.items() if k != 1]))
+        dual_bad = max(
+            [0.0, -float(np.linalg.eigvalsh(S).min())] + [-float(c.eval_dual()) for c in inequalities]
+        )
+        primal_bad = max(
+            [0.0, -float(np.linalg.eigvalsh(G).min())]
+            + [float(c.eval()) for c in inequalities]
+            + [abs(float(c.eval())) for c in equalities]
+        )
+        gap = abs(float(value) - float(problem.objective.eval()))
+    except (AttributeError, TypeError, ValueError, KeyError, np.linalg.LinAlgError):
+        nan = float("nan")
+        return dict.fromkeys(("proof_residual", "dual_infeasibility", "primal_infeasibility", "duality_gap",
+                              "error"), nan)  # fmt: skip
+    errors = {"proof_residual": residual / scale, "dual_infeasibility": dual_bad / scale,
+              "primal_infeasibility": primal_bad / scale, "duality_gap": gap / scale}  # fmt: skip
+    return errors | {"error": max(errors.values())}
+
+
+def _solve(
+    problem: Any, solver: str | None, options: dict[str, Any] | None = None
+) -> tuple[float | None, str]:
+    """Solve with cvxpy (Clarabel by default) and the solver's ``options``; returns (value, status)."""
     import cvxpy
 
+    if options is not None and not isinstance(options, dict):
+        raise InputError(
+            f"solver_options = {options!r} is not a dict (expected keyword arguments for the solver)"
+        )
     if solver is None:
         solver = "CLARABEL" if "CLARABEL" in cvxpy.installed_solvers() else None
     try:
@@ -275,7 +364,9 @@ def _solve(problem: Any, solver: str | None) -> tuple[float | None, str]:
             # cvxpy < 1.9 finds the shape of cp.sum by summing an uninitialised np.empty of its argument's
             # shape (cvxpy/atoms/affine/sum.py), whose garbage warns; only the shape is used
             warnings.filterwarnings("ignore", message=".* encountered in reduce", category=RuntimeWarning)
-            value = problem.solve(wrapper="cvxpy", solver=solver, verbose=0)
+            # PEPit prints its duality-gap warning with verbose=0 too; the certificate reports it instead
+            with contextlib.redirect_stdout(io.StringIO()):
+                value = problem.solve(wrapper="cvxpy", solver=solver, verbose=0, **(options or {}))
     except Exception as exc:  # a solver failure is a result, not a crash
         return None, f"failed: {type(exc).__name__}: {exc}"
     status = getattr(problem.wrapper, "prob", None)
@@ -295,7 +386,8 @@ def gradient_descent_worst_case(
 ) -> float:
     """PEPit's own construction for gradient descent on one L-smooth f with f(x_0) - f(x_n) <= gap (the
     reference :func:`dfl_worst_case` must reproduce at N = 1): the worst ``min`` (PEPit's example) or
-    ``average`` of ||grad f(x_t)||^2 over t = 0..steps - 1 (``average``) / t = 0..steps (``min``)."""
+    ``average`` of ||grad f(x_t)||^2 over t = 0..steps - 1 (``average``) / t = 0..steps (``min``); NaN
+    when the solve fails or its :func:`certificate` misses by more than :data:`CERTIFICATE_RTOL`."""
     PEPit = _require_pepit()
     from PEPit.functions import SmoothFunction
 
@@ -316,7 +408,8 @@ def gradient_descent_worst_case(
         problem.set_performance_metric(_total(terms) / steps)
     problem.set_initial_condition(f0 - fx <= gap)
     value, _ = _solve(problem, solver)
-    return float("nan") if value is None else value
+    trusted = value is not None and certificate(problem, value)["error"] <= CERTIFICATE_RTOL
+    return float(value) if trusted else float("nan")
 
 
 def quadratic_lower_bound(

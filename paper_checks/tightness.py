@@ -7,8 +7,10 @@ all L-smooth f_i of the left side a statement bounds (its ``over``: the local st
 all T steps for the paper's Proposition 1). That SDP value is an upper bound of the true worst case
 (F_inf is modelled at the evaluated points); :func:`bounds.pep.quadratic_lower_bound` gives true
 instances (quadratics) from below. Verdict on the statement: ``violated`` where it is below a true
-instance, ``holds`` where it is at least the PEP worst case in every cell (relative tolerance 1e-4:
-the solver's accuracy), else ``inconclusive``. The paper's Proposition 1 is compared with the PEP
+instance, ``holds`` where it is at least the PEP worst case in every cell (relative tolerance
+:data:`bounds.pep.CERTIFICATE_RTOL`, 1e-4: the most a trusted solve's certificate may miss by), else
+``inconclusive``. A cell whose solve is not certified (:func:`bounds.pep.certificate`) has no worst
+case, so it cannot support ``holds``. The paper's Proposition 1 is compared with the PEP
 worst case of its own left side (all T steps) in the cells where its condition (eta) holds.
 """
 
@@ -17,15 +19,17 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
+
 from bounds import dfl_bound
 from bounds.graph.mixing import as_dense, topology_matrix
 from bounds.graph.spectral import zeta
+from bounds.pep import CERTIFICATE_RTOL
 from paper_checks.context import CheckContext
 from paper_checks.parallel import cell_map
 from paper_checks.registry import Outcome, check
 from paper_checks.statements import NON_IID_REPAIR, PROPOSITION_1, Bound, Cell
 
-SOLVER_RTOL = 1e-4  # the SDP solver's relative accuracy (Clarabel, interior point)
 WEIGHTS = {"ring": "paper", "path": "metropolis", "complete": "paper"}
 
 
@@ -77,7 +81,8 @@ def _solve(top: str, C: Any, c: Cell) -> dict[str, float]:
         lower, _ = quadratic_lower_bound(metric=over, **schedule)
         row |= {f"pep_{over}": r.worst_case if r.success else float("nan"),
                 f"status_{over}": r.solver_status, f"seconds_{over}": r.seconds,
-                f"lower_{over}": lower}  # fmt: skip
+                f"lower_{over}": lower,
+                f"certificate_{over}": r.certificate.get("error", float("nan"))}  # fmt: skip
         if r.success:
             row[f"witness_gap_{over}"] = abs(r.witness["lhs_recomputed"] - r.worst_case)
     return row
@@ -112,21 +117,25 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
             "true_instance_all_steps": solved["lower_all"], "bound_paper": paper,
             "paper_condition_ok": paper_ok,
             "ratio_paper": paper / solved["pep_all"], "solver": solved[f"status_{bound.over}"],
+            "certificate_error": solved[f"certificate_{bound.over}"],
+            "certificate_error_all_steps": solved["certificate_all"],
             "seconds": solved["seconds_local"] + solved["seconds_all"],
         })  # fmt: skip
     below_instance = [r for r in rows if r["bound"] < r["true_instance"] * (1 - 1e-9)]
-    below_pep = [r for r in rows if not r["bound"] >= r["worst_case"] * (1 - SOLVER_RTOL)]
-    status = "violated" if below_instance else "inconclusive" if below_pep else "holds"
-    ratios = [r["ratio_bound"] for r in rows]
+    uncertified = [r for r in rows if not np.isfinite(r["worst_case"])]
+    below_pep = [r for r in rows if r["bound"] < r["worst_case"] * (1 - CERTIFICATE_RTOL)]
+    status = "violated" if below_instance else "inconclusive" if below_pep or uncertified else "holds"
+    ratios = [r["ratio_bound"] for r in rows if np.isfinite(r["ratio_bound"])] or [float("nan")]
     claimed = [r for r in rows if r["paper_condition_ok"]]  # where Proposition 1 claims anything
-    paper = [r["ratio_paper"] for r in claimed] or [float("nan")]
-    paper_below = [r for r in claimed if r["ratio_paper"] < 1 - SOLVER_RTOL]
+    paper = [r["ratio_paper"] for r in claimed if np.isfinite(r["ratio_paper"])] or [float("nan")]
+    paper_below = [r for r in claimed if r["ratio_paper"] < 1 - CERTIFICATE_RTOL]
     paper_refuted = [r for r in claimed if r["bound_paper"] < r["true_instance_all_steps"] * (1 - 1e-9)]
     largest = max(rows, key=lambda r: r["seconds"])
     summary = (
         f"{bound.name}: bound / worst case from {min(ratios):.3g} to {max(ratios):.3g} over {len(rows)} "
         f"cells ({len(below_instance)} below a true quadratic instance, {len(below_pep)} below the PEP "
-        f"worst case). In the {len(claimed)} cells where Proposition 1's condition (eta) holds at this eta, "
+        f"worst case, {len(uncertified)} without a certified worst case). In the {len(claimed)} cells "
+        f"where Proposition 1's condition (eta) holds at this eta, "
         f"Proposition 1 / the worst case of its own left side (all T steps): {min(paper):.3g} to "
         f"{max(paper):.3g}, below 1 in {len(paper_below)} cells, below a true quadratic instance in "
         f"{len(paper_refuted)} (the PEP value is an upper bound of the true worst case: below it alone is "

@@ -213,3 +213,21 @@ def test_the_default_statement_is_the_papers() -> None:
 def test_a_ranking_of_runs_not_made_is_inconclusive(cheap) -> None:
     """fig6-cifar runs tau2 = 15 and 1 in quick mode: a statement about (4, 15) has nothing to compare."""
     assert CHECKS["fig6-cifar"](cheap, (4, 15)).status == "inconclusive"
+
+
+def test_tightness_without_certified_worst_cases_is_inconclusive(cheap, monkeypatch) -> None:
+    """Every SDP stopped early (Clarabel's tolerances 0.1: status "optimal", proof off by far more than
+    1e-4): no cell has a trusted worst case, so the true statement can no longer "hold"."""
+    import functools
+
+    import bounds.pep
+
+    loose = {"tol_gap_abs": 0.1, "tol_gap_rel": 0.1, "tol_feas": 0.1}
+    monkeypatch.setattr(bounds.pep, "dfl_worst_case", functools.partial(bounds.pep.dfl_worst_case,
+                                                                        solver_options=loose))  # fmt: skip
+    monkeypatch.setattr(tightness, "_MEMO", {})
+    outcome = CHECKS["tightness"](cheap, NON_IID_REPAIR)
+    rows = outcome.evidence["table"]
+    assert outcome.status == "inconclusive", outcome.summary
+    assert "without a certified worst case" in outcome.summary
+    assert any(r["certificate_error"] > 1e-4 for r in rows)

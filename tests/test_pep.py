@@ -153,3 +153,37 @@ def test_the_solve_hides_cvxpy_shape_probe_warnings_only() -> None:
             assert _solve(Fake([np.inf, -np.inf]), "CLARABEL") == (1.5, "optimal")
         value, status = _solve(Fake([]), "CLARABEL")
     assert value is None and "divide by zero" in status
+
+
+LOOSE = {"tol_gap_abs": 0.1, "tol_gap_rel": 0.1, "tol_feas": 0.1}  # Clarabel stops early, status "optimal"
+RING4 = 0.5 * np.eye(4) + 0.25 * (np.roll(np.eye(4), 1, axis=1) + np.roll(np.eye(4), -1, axis=1))
+CELL = {"tau1": 1, "tau2": 1, "rounds": 2, "eta": 0.5, "L": 1.0, "gap": 1.0, "heterogeneity": 0.5}
+
+
+def test_a_solve_stopped_early_is_not_trusted_though_its_status_says_optimal() -> None:
+    """With tolerances 0.1 Clarabel reports "optimal" and a value below the certified one (an "upper
+    bound" that is not one); the certificate misses by far more than CERTIFICATE_RTOL, so it is no success."""
+    from bounds.pep import CERTIFICATE_RTOL
+
+    exact = dfl_worst_case(RING4, **CELL)
+    assert exact.success and exact.certificate["error"] < CERTIFICATE_RTOL / 100, exact.certificate
+    assert set(exact.certificate) == {"proof_residual", "dual_infeasibility", "primal_infeasibility",
+                                      "duality_gap", "error"}  # fmt: skip
+    loose = dfl_worst_case(RING4, solver_options=LOOSE, **CELL)
+    assert loose.solver_status == "optimal"
+    assert abs(loose.worst_case - exact.worst_case) > 5 * CERTIFICATE_RTOL * exact.worst_case  # really off
+    assert not loose.success and loose.certificate["error"] > 1e-2
+    assert "certificate misses" in loose.message and "not trusted" in loose.message
+
+
+def test_the_certificate_of_an_unreadable_problem_is_nan() -> None:
+    """A PEPit whose internals moved (no residual, no Gram) gives NaN errors: not trusted, never a pass."""
+    from bounds.pep import certificate
+
+    errors = certificate(object(), 1.0)
+    assert np.isnan(errors["error"]) and not errors["error"] <= 1.0
+
+
+def test_solver_options_must_be_a_dict() -> None:
+    with pytest.raises(InputError, match="solver_options = 'fast'"):
+        dfl_worst_case(RING4, solver_options="fast", **CELL)
