@@ -140,19 +140,22 @@ def dfl_worst_case(
     initial: str = "lower",
     solver: str | None = None,
     solver_options: dict[str, Any] | None = None,
+    certificate_rtol: float = CERTIFICATE_RTOL,
 ) -> PEPResult:
     """The exact worst case of deterministic DFL (see the module docstring) for a numeric C (N x N).
 
     ``solver``: a cvxpy solver name (default: Clarabel if installed, else cvxpy's choice);
     ``solver_options``: keyword arguments for it (e.g. ``{"max_iter": 50}``). Returns ``success=False``
     with the reason in the message when the SDP is not solved to optimality or its certificate
-    (:func:`certificate`) misses by more than :data:`CERTIFICATE_RTOL`.
+    (:func:`certificate`) misses by more than ``certificate_rtol`` (default :data:`CERTIFICATE_RTOL`).
     """
     PEPit = _require_pepit()
     from PEPit.functions import SmoothFunction
 
     C = np.asarray(C, dtype=float)
     _check_inputs(C, tau1, tau2, rounds, eta, L, gap, heterogeneity, metric, initial)
+    if not 0 < certificate_rtol < 1:
+        raise InputError(f"certificate_rtol = {certificate_rtol!r} is out of range (expected 0 < it < 1)")
     n = C.shape[0]
     start = time.perf_counter()
     problem = PEPit.PEP()
@@ -210,14 +213,14 @@ def dfl_worst_case(
     seconds = time.perf_counter() - start
     solved = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
     proof = certificate(problem, worst) if solved else {}
-    ok = solved and proof["error"] <= CERTIFICATE_RTOL
+    ok = solved and proof["error"] <= certificate_rtol
     if not solved:
         message = f"the SDP solver stopped with status {status!r} (expected optimal)"
     elif not ok:
         worst_part = max((k for k in proof if k != "error"), key=lambda k: proof[k])
         message = (
             f"the SDP solver's certificate misses by {proof['error']:.3g} ({worst_part}; expected at most "
-            f"{CERTIFICATE_RTOL:g} of the value): the value {float(worst)!r} is not trusted"
+            f"{certificate_rtol:g} of the value): the value {float(worst)!r} is not trusted"
         )
     else:
         message = ""

@@ -194,7 +194,12 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
             f"**Status: {r['status']}.** {r['summary']}",
             "",
         ]
-        for png in _figures(r, out / "figures"):
+        try:
+            pngs = _figures(r, out / "figures")
+        except Exception as exc:  # a figure is a view of the evidence: its failure must not lose the report
+            lines += [f"(figure not drawn: {type(exc).__name__}: {exc})", ""]
+            pngs = []
+        for png in pngs:
             lines += [f"![{png.stem}](figures/{png.name})", ""]
         evidence = {k: v for k, v in r["evidence"].items() if k not in ("table", "traceback", "curves")}
         if evidence:

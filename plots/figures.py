@@ -299,6 +299,8 @@ def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
     """The ``tightness`` check: against tau2, the PEP worst case of each left side and the bounds, for the
     largest tau1 and varsigma^2 of the table, one panel per topology (log scale)."""
     frame = pd.DataFrame(rows)
+    values = ["worst_case", "bound", "worst_case_all_steps", "bound_paper"]
+    frame[values] = frame[values].apply(pd.to_numeric, errors="coerce")  # a cell without a worst case: NaN
     frame = frame[(frame["tau1"] == frame["tau1"].max()) & (frame["varsigma2"] == frame["varsigma2"].max())]
     topologies = list(dict.fromkeys(frame["topology"]))
     fig, axes = plt.subplots(1, len(topologies), figsize=(4.2 * len(topologies), 3.8), squeeze=False)

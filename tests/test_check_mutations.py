@@ -231,3 +231,35 @@ def test_tightness_without_certified_worst_cases_is_inconclusive(cheap, monkeypa
     assert outcome.status == "inconclusive", outcome.summary
     assert "without a certified worst case" in outcome.summary
     assert any(r["certificate_error"] > 1e-4 for r in rows)
+
+
+def _fabricated_cells(monkeypatch, worst_over_bound: float, error: float) -> None:
+    """Every cell's solve fabricated as ``_solve`` leaves it: the worst case worst_over_bound times the
+    repair's bound (NaN, not trusted, when the certificate's ``error`` is above USABLE_CERTIFICATE);
+    quadratic instances far below."""
+
+    def solve_all(cells, workers):
+        out = []
+        for _, _, c in cells:
+            rhs = float(NON_IID_REPAIR.rhs(c)) if error <= tightness.USABLE_CERTIFICATE else float("nan")
+            out.append({"pep_local": rhs * worst_over_bound, "pep_all": 10 * rhs, "lower_local": 0.0,
+                        "lower_all": 0.0, "status_local": "optimal", "status_all": "optimal",
+                        "seconds_local": 0.0, "seconds_all": 0.0, "certificate_local": error,
+                        "certificate_all": error})  # fmt: skip
+        return out
+
+    monkeypatch.setattr(tightness, "_solve_all", solve_all)
+
+
+@pytest.mark.parametrize(("worst_over_bound", "error", "status"), [
+    (1 + 5e-4, 1e-3, "holds"),  # 0.05% above the bound, the worst case known to 0.1%: no evidence against
+    (1 + 5e-4, 1e-5, "inconclusive"),  # known to 1e-4 (the floor): above the bound
+    (1 + 5e-5, 1e-5, "holds"),  # within the floor
+    (1.0, 2e-3, "inconclusive"),  # a certificate off by more than USABLE_CERTIFICATE: no worst case
+])  # fmt: skip
+def test_tightness_compares_each_cell_within_its_certificate(
+    cheap, monkeypatch, worst_over_bound: float, error: float, status: str
+) -> None:
+    _fabricated_cells(monkeypatch, worst_over_bound, error)
+    outcome = CHECKS["tightness"](cheap, NON_IID_REPAIR)
+    assert outcome.status == status, outcome.summary

@@ -186,3 +186,19 @@ def test_device_reaches_the_simulations(tmp_path, capsys) -> None:
     assert main(["--out", str(tmp_path), "--only", "fig8-zeta", "--device", "cuda", "--json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["status"] == "could not run" and "no CUDA device is available" in result["summary"]
+
+
+def test_a_figure_that_fails_does_not_lose_the_report(tmp_path, monkeypatch) -> None:
+    """The verdicts are the results, a figure a view of them: report.md is written with a line saying why
+    the figure is missing (a tightness table with a cell without a worst case once crashed the report)."""
+    import paper_checks.report as report
+
+    def broken(result, folder):
+        raise TypeError("'value' must be an instance of str or bytes, not a float")
+
+    monkeypatch.setattr(report, "_figures", broken)
+    result = {"id": "tightness", "ref": "r", "claim": "c", "method": "m", "status": "holds", "summary": "s",
+              "evidence": {"table": [{"a": 1.0}]}, "seconds": 1.0}  # fmt: skip
+    report.write_report([result], tmp_path, quick=True)
+    text = (tmp_path / "report.md").read_text()
+    assert "(figure not drawn: TypeError: 'value' must be" in text and "| a |" in text

@@ -81,3 +81,15 @@ def test_pareto_front_by_brute_force(tmp_path) -> None:
     )
     png, _ = save(pareto_front(r.grid_frame(), cost="bits"), tmp_path / "pareto")
     assert png.stat().st_size > 5_000
+
+
+def test_tightness_figure_draws_cells_without_a_worst_case(tmp_path) -> None:
+    """A cell whose solve was not certified has no worst case: NaN, or "nan" once the evidence went through
+    JSON; the figure draws the other cells (it raised matplotlib's TypeError on the string)."""
+    from plots.figures import tightness_figure
+
+    rows = [{"topology": top, "tau1": 2, "tau2": t2, "varsigma2": 0.5, "worst_case": w, "bound": 2.0,
+             "worst_case_all_steps": 0.9, "bound_paper": 1.5}
+            for top in ("ring", "path") for t2, w in ((1, "nan"), (2, 1.0), (4, float("nan")))]  # fmt: skip
+    png, pdf = save(tightness_figure(rows), tmp_path / "tightness")
+    assert png.stat().st_size > 5_000 and pdf.is_file()
