@@ -9,9 +9,11 @@ all T steps for the paper's Proposition 1). That SDP value is an upper bound of 
 instances (quadratics) from below. Verdict on the statement: ``violated`` where it is below a true
 instance, ``holds`` where it is at least the PEP worst case in every cell, else ``inconclusive``.
 
-Each worst case is known only as well as its solve's certificate (:func:`bounds.pep.certificate`: what
-the rebuilt proof misses, infeasibilities, duality gap, relative to the value), so each cell compares
-within its own tolerance: its certificate's error, at least :data:`bounds.pep.CERTIFICATE_RTOL` (1e-4).
+Each worst case comes with its solve's certificate (:func:`bounds.pep.certificate`: what the rebuilt
+proof misses, infeasibilities, duality gap, relative to max(1, value); PEPit's own measures, a heuristic
+of the value's accuracy, not a proven bound), so each cell compares within its own tolerance: its
+certificate's error, at least :data:`bounds.pep.CERTIFICATE_RTOL` (1e-4), taken relative to the worst
+case (stricter than the certificate's scale where the worst case is below 1).
 A solve whose certificate misses by more than :data:`USABLE_CERTIFICATE` (1e-3) gives no worst case,
 and such a cell cannot support ``holds``. (A fixed cut-off at 1e-4 left the full grid inconclusive: 4 of
 its 216 cells, N = 3 with tau1 = 4 and varsigma^2 = 1, missed by 1.6e-4 to 1.8e-4, their bound 2.7
@@ -137,7 +139,8 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
     status = "violated" if below_instance else "inconclusive" if below_pep or uncertified else "holds"
     ratios = [r["ratio_bound"] for r in rows if np.isfinite(r["ratio_bound"])] or [float("nan")]
     claimed = [r for r in rows if r["paper_condition_ok"]]  # where Proposition 1 claims anything
-    paper = [r["ratio_paper"] for r in claimed if np.isfinite(r["ratio_paper"])] or [float("nan")]
+    known = [r["ratio_paper"] for r in claimed if np.isfinite(r["ratio_paper"])]
+    paper, paper_unknown = known or [float("nan")], len(claimed) - len(known)
     paper_below = [r for r in claimed if r["ratio_paper"] < 1 - _tolerance(r["certificate_error_all_steps"])]
     errors = [r["certificate_error"] for r in rows if np.isfinite(r["worst_case"])] or [float("nan")]
     paper_refuted = [r for r in claimed if r["bound_paper"] < r["true_instance_all_steps"] * (1 - 1e-9)]
@@ -150,8 +153,9 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
         f"where Proposition 1's condition (eta) holds at this eta, "
         f"Proposition 1 / the worst case of its own left side (all T steps): {min(paper):.3g} to "
         f"{max(paper):.3g}, below 1 in {len(paper_below)} cells, below a true quadratic instance in "
-        f"{len(paper_refuted)} (the PEP value is an upper bound of the true worst case: below it alone is "
-        f"not a proof). Slowest cell {largest['seconds']:.1f} s ({largest['topology']}, N = {largest['N']}, "
+        f"{len(paper_refuted)}, {paper_unknown} without a certified worst case (the PEP value is an upper "
+        f"bound of the true worst case: below it alone is not a proof). Slowest cell "
+        f"{largest['seconds']:.1f} s ({largest['topology']}, N = {largest['N']}, "
         f"tau1 = {largest['tau1']}, tau2 = {largest['tau2']}, K = {largest['K']}; two SDPs)."
     )
     return Outcome(status, summary, {"table": rows})

@@ -229,8 +229,8 @@ def test_tightness_without_certified_worst_cases_is_inconclusive(cheap, monkeypa
     outcome = CHECKS["tightness"](cheap, NON_IID_REPAIR)
     rows = outcome.evidence["table"]
     assert outcome.status == "inconclusive", outcome.summary
-    assert "without a certified worst case" in outcome.summary
-    assert any(r["certificate_error"] > 1e-4 for r in rows)
+    assert f"; {len(rows)} without a certified worst case" in outcome.summary  # every cell, counted
+    assert all(r["certificate_error"] > tightness.USABLE_CERTIFICATE for r in rows)
 
 
 def _fabricated_cells(monkeypatch, worst_over_bound: float, error: float) -> None:
@@ -263,3 +263,25 @@ def test_tightness_compares_each_cell_within_its_certificate(
     _fabricated_cells(monkeypatch, worst_over_bound, error)
     outcome = CHECKS["tightness"](cheap, NON_IID_REPAIR)
     assert outcome.status == status, outcome.summary
+
+
+def test_tightness_uses_worst_cases_certified_to_its_own_cut_off(monkeypatch) -> None:
+    """_solve keeps a worst case whose certificate misses by 5e-4 (above dfl_worst_case's default 1e-4, below
+    USABLE_CERTIFICATE) and drops one that misses by 2e-3: it asks for the check's own cut-off."""
+    import bounds.pep
+
+    class Fake:
+        def __init__(self, error: float, certificate_rtol: float) -> None:
+            self.success = error <= certificate_rtol
+            self.worst_case, self.solver_status, self.seconds = 1.0, "optimal", 0.0
+            self.certificate, self.witness = {"error": error}, {"lhs_recomputed": 1.0}
+
+    for error, usable in ((5e-4, True), (2e-3, False)):
+
+        def fake(C, certificate_rtol=bounds.pep.CERTIFICATE_RTOL, e=error, **kw) -> Fake:
+            return Fake(e, certificate_rtol)
+
+        monkeypatch.setattr(bounds.pep, "dfl_worst_case", fake)
+        cell = tightness._cells(True)[0]
+        row = tightness._solve(*cell)
+        assert np.isfinite(row["pep_local"]) == usable and row["certificate_local"] == error

@@ -161,8 +161,9 @@ CELL = {"tau1": 1, "tau2": 1, "rounds": 2, "eta": 0.5, "L": 1.0, "gap": 1.0, "he
 
 
 def test_a_solve_stopped_early_is_not_trusted_though_its_status_says_optimal() -> None:
-    """With tolerances 0.1 Clarabel reports "optimal" and a value below the certified one (an "upper
-    bound" that is not one); the certificate misses by far more than CERTIFICATE_RTOL, so it is no success."""
+    """With tolerances 0.1 Clarabel reports "optimal" and a value off the certified one (1.2447 and 1.2519
+    in two runs against 1.2500: below it, an "upper bound" that is not one); the certificate misses by far
+    more than CERTIFICATE_RTOL, so it is no success."""
     from bounds.pep import CERTIFICATE_RTOL
 
     exact = dfl_worst_case(RING4, **CELL)
@@ -171,7 +172,6 @@ def test_a_solve_stopped_early_is_not_trusted_though_its_status_says_optimal() -
                                       "duality_gap", "error"}  # fmt: skip
     loose = dfl_worst_case(RING4, solver_options=LOOSE, **CELL)
     assert loose.solver_status == "optimal"
-    assert abs(loose.worst_case - exact.worst_case) > 5 * CERTIFICATE_RTOL * exact.worst_case  # really off
     assert not loose.success and loose.certificate["error"] > 1e-2
     assert "certificate misses" in loose.message and "not trusted" in loose.message
 
@@ -187,3 +187,46 @@ def test_the_certificate_of_an_unreadable_problem_is_nan() -> None:
 def test_solver_options_must_be_a_dict() -> None:
     with pytest.raises(InputError, match="solver_options = 'fast'"):
         dfl_worst_case(RING4, solver_options="fast", **CELL)
+
+
+def test_the_certificate_refuses_what_it_cannot_read() -> None:
+    """A solved problem whose constraint kinds are not PEPit 0.5's, or that has LMIs beside the Gram matrix,
+    or an infinite value: NaN (not trusted), never a pass."""
+    import PEPit
+    from PEPit.functions import SmoothFunction
+
+    from bounds.pep import _solve, certificate
+
+    problem = PEPit.PEP()
+    f = problem.declare_function(SmoothFunction, L=1.0)
+    x0 = problem.set_initial_point()
+    g0, f0 = f.oracle(x0)
+    g1, f1 = f.oracle(x0 - g0)
+    problem.set_performance_metric(g1**2)
+    problem.set_initial_condition(f0 - f1 <= 1.0)
+    value, _ = _solve(problem, None)
+    assert certificate(problem, value)["error"] < 1e-6
+    assert np.isnan(certificate(problem, float("inf"))["error"])
+    assert np.isnan(certificate(problem, None)["error"])
+    kinds = [c.equality_or_inequality for c in problem._list_of_prepared_constraints]
+    for c in problem._list_of_prepared_constraints:
+        c.equality_or_inequality = c.equality_or_inequality.upper()
+    assert np.isnan(certificate(problem, value)["error"])
+    for c, kind in zip(problem._list_of_prepared_constraints, kinds, strict=True):
+        c.equality_or_inequality = kind
+    problem._list_of_prepared_psd.append(object())
+    assert np.isnan(certificate(problem, value)["error"])
+
+
+def test_a_nan_violation_is_not_dropped() -> None:
+    """Python's max([0.0, nan]) is 0.0: the certificate's parts keep NaN instead."""
+    from bounds.pep import _largest
+
+    assert np.isnan(_largest([0.1, float("nan")]))
+    assert _largest([-1.0, -2.0]) == 0.0 and _largest([3.0]) == 3.0
+
+
+@pytest.mark.parametrize("rtol", [None, 0.0, 1.5, "1e-3"])
+def test_certificate_rtol_must_be_in_range(rtol) -> None:
+    with pytest.raises(InputError, match="certificate_rtol"):
+        dfl_worst_case(RING4, certificate_rtol=rtol, **CELL)
