@@ -29,6 +29,8 @@ DETERMINISTIC = [
     {"algorithm": "dsgd", "seed": 3},
     {"algorithm": "cdfl", "compressor": "top_k", "compressor_param": 3, "tau2": 2},
     {"nodes": 4, "tau1": 3, "tau2": 1, "topology": "complete", "partition": "iid"},
+    {"algorithm": "sync", "seed": 1},  # C = J: the group means (AverageMixing)
+    {"algorithm": "local", "tau1": 3},
 ]  # full batch across devices (see the module docstring)
 RANDOM = [
     {"algorithm": "cdfl", "compressor": "rand_k", "compressor_param": 3},
@@ -123,3 +125,36 @@ def test_the_non_iid_cnn_check_runs_on_cuda(tmp_path, monkeypatch) -> None:
     ctx = CheckContext(quick=True, runs=tmp_path / "runs", device="cuda")
     outcome = heterogeneity_cnn.drift_non_iid_cnn(ctx, heterogeneity_cnn.f.drift_term_repaired)
     assert outcome.status in ("holds", "violated", "inconclusive") and len(outcome.evidence["table"]) == 16
+
+
+FORMS = [  # (topology, N, what choose_mixing takes on a GPU)
+    ("ring", 50, "dense"), ("ring", 240, "sparse"), ("torus", 400, "sparse"), ("complete", 300, "average"),
+    ("exponential", 256, "sparse"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("topology", "n", "form"), FORMS)
+def test_every_gossip_form_on_cuda_gives_the_matrix_product(topology: str, n: int, form: str) -> None:
+    """What a run on the GPU takes (dense up to 200 rows, CSR above, the group means for C = J), the shifted
+    diagonals (the CPU's form, on the device too) and a sweep's group means of several sizes: C @ X in float32
+    on the device against the float64 product on the CPU."""
+    from bounds import make_graph, mixing_matrix
+    from bounds.graph.mixing import as_dense
+    from sim.gossip import AverageMixing, DiagonalMixing, as_mixing, choose_mixing, mixing_form
+
+    C = mixing_matrix(make_graph(topology, n), "paper")
+    X = torch.randn(n, 96, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    want = torch.as_tensor(as_dense(C)) @ X
+    chosen = choose_mixing(C, "cuda")
+    assert mixing_form(chosen) == form
+    operators = [as_mixing(chosen)] + ([DiagonalMixing.of(C)] if DiagonalMixing.of(C) is not None else [])
+    for op in operators:
+        own = X.float().cuda()
+        got = op.mix(own, own[:0])
+        assert got.device.type == "cuda"
+        np.testing.assert_allclose(got.double().cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    groups = AverageMixing((3, 5, 7))
+    Y = torch.randn(15, 8, dtype=torch.float64)
+    means = torch.cat([part.mean(0, keepdim=True).expand_as(part) for part in Y.split([3, 5, 7])])
+    got = groups.mix(Y.float().cuda(), Y[:0].float().cuda())
+    np.testing.assert_allclose(got.double().cpu().numpy(), means.numpy(), rtol=1e-6, atol=1e-6)

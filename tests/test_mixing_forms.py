@@ -12,6 +12,7 @@ import torch
 
 from bounds import InputError, make_graph, mixing_matrix
 from bounds.cdfl.compression import TopK
+from bounds.graph.mixing import as_dense
 from sim.gossip import (
     DENSE_GOSSIP_NODES,
     DENSE_GOSSIP_NODES_CPU,
@@ -45,12 +46,8 @@ def ten_per_node(tmp_path):
     return path
 
 
-def _dense(C: object) -> np.ndarray:
-    return C.toarray() if sp.issparse(C) else np.asarray(C)
-
-
 def _matrix(topology: str, n: int, rule: str) -> np.ndarray:
-    return _dense(mixing_matrix(make_graph(topology, n), rule))
+    return as_dense(mixing_matrix(make_graph(topology, n), rule))
 
 
 @pytest.mark.parametrize("topology, n, rule", GRAPHS)
@@ -159,7 +156,7 @@ def test_choose_mixing_on_the_cpu(topology: str, n: int, rule: str, form: str) -
     assert mixing_form(chosen) == form
     X = torch.randn(n, 6)
     product = chosen @ X if isinstance(chosen, torch.Tensor) else chosen.mix(X, X[:0])
-    expected = torch.as_tensor(_dense(C), dtype=torch.float32) @ X
+    expected = torch.as_tensor(as_dense(C), dtype=torch.float32) @ X
     torch.testing.assert_close(product, expected, rtol=1e-5, atol=1e-6)
 
 
