@@ -37,6 +37,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
+from bounds.graph.mixing import as_matrix
 from sim.algorithms import algorithm, step_kinds
 from sim.config import RunConfig
 from sim.engine import BatchSampler
@@ -203,7 +204,7 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
         dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
-        mixing = HaloMixing(s.C, blocks, rank)
+        mixing = HaloMixing(as_matrix(s.C), blocks, rank)
         compressed = algorithm(config.algorithm).compressed
         gossip = ChocoGossip(mixing, config.gamma, s.compressor) if compressed else ExactGossip(mixing)
         gen = torch.Generator().manual_seed(config.seed + 2 + 1000 * rank)

@@ -31,7 +31,7 @@ import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import Compressor, Identity, RandK, TopK
-from bounds.graph.mixing import as_dense
+from bounds.graph.mixing import ExactAverage, as_dense, as_matrix
 from sim.compressors import compress_rows
 
 __all__ = [
@@ -107,6 +107,7 @@ def choose_mixing(C: Any, device: torch.device | str) -> Mixing | torch.Tensor:
     average = AverageMixing.of(C)
     if average is not None:
         return average
+    C = as_matrix(C)  # an ExactAverage is always the group means above; as a matrix for any other form
     if C.shape[0] <= dense_gossip_nodes(device):
         return torch.as_tensor(as_dense(C), dtype=torch.float32, device=device)
     M = canonical_csr(C)
@@ -254,7 +255,10 @@ class AverageMixing(EveryNodeHere):
     def of(cls, C: Any, rtol: float = 1e-12) -> AverageMixing | None:
         """The operator of C (N x N, dense or sparse) when C is blockdiag(J_g1, J_g2, ...) to ``rtol``, else
         None. O(nnz) for a sparse C; a dense C is read first in its first row (is it 1/g on g columns and
-        0 after?), then compared whole with J where g = N, or as CSR where g < N."""
+        0 after?), then compared whole with J where g = N, or as CSR where g < N; an
+        :class:`~bounds.graph.mixing.ExactAverage` is J by construction (nothing read)."""
+        if isinstance(C, ExactAverage):
+            return cls((C.n,))
         n = C.shape[0]
         if n == 0 or C.shape != (n, n):
             return None

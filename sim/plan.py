@@ -34,6 +34,7 @@ import pandas as pd
 
 from bounds import InputError, spectral_summary
 from bounds.cdfl.formulas import choco_gamma
+from bounds.graph.mixing import as_matrix
 from bounds.plan.cost import CostModel
 from bounds.plan.optimize import optimize_dfl
 from bounds.plan.optimize_cdfl import optimize_cdfl
@@ -120,7 +121,7 @@ def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, A
         s.stack, X, x_all, y_all, own, config.batch_size
     )
     pick = rng.choice(len(s.data.y_train), size=min(512, len(s.data.y_train)), replace=False)
-    spectrum = spectral_summary(s.C)
+    spectrum = spectral_summary(as_matrix(s.C))
     x, y = x_all[pick], y_all[pick]
     out = {
         "L": settings.L

@@ -21,7 +21,7 @@ import torch
 from bounds import InputError
 from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import writable_folder
-from bounds.graph.mixing import check_mixing_matrix, topology_matrix
+from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
 from bounds.plan.cost import CostModel
 from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
@@ -45,12 +45,13 @@ __all__ = [
 ]
 
 
-def mixing(config: RunConfig, uses_J: bool) -> np.ndarray | sp.csr_matrix:
-    """The run's mixing matrix: J (dense) for the algorithms that average exactly, else the topology's, in
-    the form :func:`bounds.graph.mixing.mixing_matrix` gives it (dense up to 1,000 nodes, CSR above: a
-    dense C of 10,000 nodes would hold 800 MB, of 100,000 80 GB) or a ``matrix:`` file holds."""
+def mixing(config: RunConfig, uses_J: bool) -> np.ndarray | sp.csr_matrix | ExactAverage:
+    """The run's mixing matrix: J for the algorithms that average exactly (as
+    :class:`~bounds.graph.mixing.ExactAverage`, without its N^2 entries), else the topology's, in the form
+    :func:`bounds.graph.mixing.mixing_matrix` gives it (dense up to 1,000 nodes, CSR above: a dense C of
+    10,000 nodes would hold 800 MB, of 100,000 80 GB) or a ``matrix:`` file holds."""
     if uses_J:
-        return np.full((config.nodes, config.nodes), 1.0 / config.nodes)
+        return ExactAverage(config.nodes)
     name = config.topology
     C = topology_matrix(name, config.nodes, config.weights, config.seed)
     C = check_mixing_matrix(C)  # the same validation as dfl-bounds: a disconnected graph is refused
@@ -110,7 +111,7 @@ class Setup:
     stack: Stack
     tau1: int
     tau2: int
-    C: np.ndarray | sp.csr_matrix  # see mixing
+    C: np.ndarray | sp.csr_matrix | ExactAverage  # see mixing
     compressor: Any
     bits_per_gossip: float
     cost: CostModel

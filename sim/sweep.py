@@ -34,12 +34,13 @@ import scipy.sparse as sp
 import torch
 
 from bounds import InputError
+from bounds.graph.mixing import ExactAverage, as_matrix
 from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.config import SHARED_FIELDS, RunConfig
 from sim.data import load_dataset
 from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
-from sim.gossip import ExactGossip, Mixing, as_mixing, choose_mixing
+from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
 from sim.loop import Health, RunRecorder, Single, health_of_runs
 from sim.setup import Setup, build_trainer, prepare
 from sim.trainer import Trainer
@@ -267,7 +268,10 @@ class SweepEngine:
         module docstring)."""
 
         def build() -> Mixing:
-            blocks = sp.block_diag([self.C[lane.index] for lane in lanes], format="csr")
+            matrices = [self.C[lane.index] for lane in lanes]
+            if all(isinstance(C, ExactAverage) for C in matrices):  # runs that average exactly: no N^2 arrays
+                return AverageMixing(tuple(C.n for C in matrices))
+            blocks = sp.block_diag([as_matrix(C) for C in matrices], format="csr")
             return as_mixing(choose_mixing(blocks, self.X.device))
 
         return self._memo(("block", tuple(lane.index for lane in lanes)), build)

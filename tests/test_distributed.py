@@ -43,6 +43,7 @@ def base(tiny, out, **kw) -> RunConfig:
     [
         ("dfl", {}, 2 * 2 * 27 * 4),  # per gossip step: 2 ranks x 2 boundary rows x d = 27 float32
         ("cdfl", {"compressor": "top_k", "compressor_param": 5, "gamma": 0.8}, 2 * 2 * 5 * (4 + 4)),
+        ("sync", {}, 2 * 3 * 27 * 4),  # C = J (held as ExactAverage): each rank needs all 3 rows of the other
     ],
 )
 def test_two_processes_match_one_after_50_steps(tiny, tmp_path, algorithm, extra, wire) -> None:

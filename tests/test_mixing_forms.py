@@ -441,3 +441,57 @@ def test_a_large_dense_J_is_compared_in_slices_to_its_last_row() -> None:
     assert AverageMixing.of(J) == AverageMixing((n,))
     J[-1, -2:] = [0.5 / n, 1.5 / n]  # rows still sum to 1
     assert AverageMixing.of(J) is None
+
+
+def test_exact_averaging_holds_no_n_by_n_array(ten_per_node, tmp_path, monkeypatch) -> None:
+    """Synchronous SGD on 2,000 nodes: the run's C is ExactAverage, and neither the run nor a sweep of two
+    such runs ever makes J's array (toarray raises); a sweep of a synchronous and a DFL run (the block-
+    diagonal needs J's matrix) gives each run's records alone."""
+    from conftest import assert_same_records
+
+    from bounds.graph.mixing import ExactAverage
+    from sim.config import RunConfig
+    from sim.runner import run
+    from sim.setup import prepare
+    from sim.sweep import build_engine, run_sweep
+
+    base = {"dataset": f"npz:{ten_per_node}", "model": "logreg", "partition": "iid", "steps": 4, "eta": 0.1,
+            "log_every": 2, "eval_samples": 50}  # fmt: skip
+    large = RunConfig(**base, nodes=2000, algorithm="sync", out=str(tmp_path / "large"))
+    assert prepare(large).C == ExactAverage(2000)
+
+    def no_array(self) -> None:
+        raise AssertionError(f"J of {self.n} nodes made into an array")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ExactAverage, "toarray", no_array)
+        run(large)
+        sweep = [RunConfig(**{**base, "seed": s}, nodes=2000, algorithm="sync", out=str(tmp_path / f"s{s}"))
+                 for s in (0, 1)]  # fmt: skip
+        engine, _ = build_engine(sweep)
+        assert engine._block(engine.lanes) == AverageMixing((2000, 2000))
+    mixed = [RunConfig(**base, nodes=20, algorithm=a, topology="ring", out=str(tmp_path / f"mixed-{a}"))
+             for a in ("sync", "dfl")]  # fmt: skip
+    run_sweep(mixed)
+    for c in mixed:
+        alone = RunConfig(**{**base, "nodes": 20, "algorithm": c.algorithm, "topology": "ring"},
+                          out=str(tmp_path / f"alone-{c.algorithm}"))  # fmt: skip
+        run(alone)
+        assert_same_records(tmp_path / f"mixed-{c.algorithm}", tmp_path / f"alone-{c.algorithm}")
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, True, "4"])
+def test_exact_average_refuses_a_bad_size(n: object) -> None:
+    from bounds.graph.mixing import ExactAverage
+
+    with pytest.raises(InputError, match="n = "):
+        ExactAverage(n)
+
+
+def test_exact_average_as_a_matrix() -> None:
+    from bounds.graph.mixing import ExactAverage, as_matrix
+
+    J = ExactAverage(4)
+    assert J.shape == (4, 4) and np.array_equal(as_dense(J), np.full((4, 4), 0.25))
+    assert np.array_equal(as_matrix(J), as_dense(J)) and as_matrix(sp.eye(3)) is not None
+    assert mixing_form(choose_mixing(J, "cpu")) == "average"
