@@ -82,7 +82,8 @@ def as_matrix(C: object) -> object:
 def as_dense(C: object) -> np.ndarray:
     """A matrix (dense, scipy sparse, :class:`ExactAverage`, or nested lists) as a dense numpy array (a dense
     one is not copied)."""
-    return C.toarray() if sp.issparse(C) or isinstance(C, ExactAverage) else np.asarray(C)
+    C = as_matrix(C)
+    return C.toarray() if sp.issparse(C) else np.asarray(C)
 
 
 DEFAULT_TOL = 1e-10
