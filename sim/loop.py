@@ -38,7 +38,7 @@ from sim.trainer import Trainer
 
 __all__ = [
     "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "Health", "RunRecorder", "RunState", "Single",
-    "atomic_write", "health", "health_of_runs", "run_loop",
+    "atomic_write", "finite_rows", "health", "health_of_runs", "run_loop",
 ]  # fmt: skip
 
 COLUMNS = (
@@ -371,7 +371,7 @@ def health_of_runs(
 ) -> list[Health]:
     """Each run's :class:`Health` after a step, read back with one device sync.
 
-    ``finite_rows``: ``torch.isfinite(X).all(dim=1)`` of the runs' rows (run r owns the next ``nodes[r]``
+    ``finite_rows``: :func:`finite_rows` of the runs' rows (run r owns the next ``nodes[r]``
     rows); ``losses[r]``: run r's mini-batch losses (``nodes[r]``,) or None; ``owner``: each row's run r
     (a device tensor), ``loss_owner`` the same for the concatenated losses of the runs that have them.
     The mean loss is summed in float64; R runs cost a few kernels, not a few per run."""
@@ -387,10 +387,18 @@ def health_of_runs(
     return [Health(sums[r] / n if has[r] else None, bads[r] == 0) for r, n in enumerate(nodes)]
 
 
+def finite_rows(X: torch.Tensor) -> torch.Tensor:
+    """``torch.isfinite(X).all(dim=1)``, exactly, from each row's largest and smallest entry (``amax`` and
+    ``amin`` propagate NaN; +inf is a largest entry, -inf a smallest): two reductions that read X, where
+    ``isfinite`` first writes a boolean matrix of X's size. On 2 cores (2026-11-27, ms per call): 320 x
+    7,850 4.7 against 0.19; 10,000 x 7,850 286 against 21 (the check runs after every step)."""
+    return torch.isfinite(X.amax(dim=1)) & torch.isfinite(X.amin(dim=1))
+
+
 def health(X: torch.Tensor, losses: torch.Tensor | None) -> Health:
     """The step's :class:`Health` (one run, the rows of X), read back with one device sync."""
     owner = torch.zeros(X.shape[0], dtype=torch.long, device=X.device)  # made on the device: no copy
-    return health_of_runs(torch.isfinite(X).all(dim=1), [X.shape[0]], [losses], owner, owner)[0]
+    return health_of_runs(finite_rows(X), [X.shape[0]], [losses], owner, owner)[0]
 
 
 def _divergence(finite: bool, now: float | None, first: float | None, t: int, eta: float) -> str:

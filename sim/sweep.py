@@ -41,7 +41,7 @@ from sim.data import load_dataset
 from sim.engine import Stack, pick
 from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
-from sim.loop import Health, RunRecorder, Single, health_of_runs
+from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
 from sim.setup import Setup, build_trainer, prepare
 from sim.trainer import Trainer
 
@@ -184,7 +184,7 @@ class SweepEngine:
     def health(self, lanes: Sequence[Lane], losses: Sequence[torch.Tensor | None]) -> list[Health]:
         """Each lane's :class:`~sim.loop.Health` after its step: one pass over X for the finite check and
         one device sync for all lanes (not a sync and a pass per run)."""
-        finite_rows = torch.isfinite(self.X).all(dim=1)[self._rows(lanes)]
+        finite = finite_rows(self.X)[self._rows(lanes)]
         nodes = [lane.nodes for lane in lanes]
         has = tuple(loss is not None for loss in losses)
         key = tuple(lane.index for lane in lanes)
@@ -193,7 +193,7 @@ class SweepEngine:
             ("loss owner", key, has),
             lambda: self._device(np.repeat(with_loss, np.asarray(nodes, dtype=np.int64)[with_loss])),
         )
-        return health_of_runs(finite_rows, nodes, losses, self._owner(lanes), loss_owner)
+        return health_of_runs(finite, nodes, losses, self._owner(lanes), loss_owner)
 
     def spread(self, lanes: Sequence[Lane]) -> tuple[torch.Tensor, torch.Tensor]:
         """Each lane's drift ||X_r (I - J)||_F^2 / N_r (the left side of eq. (103) before L^2) and second

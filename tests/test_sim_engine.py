@@ -282,3 +282,21 @@ def test_pooled_relu_is_the_papers_relu_then_pool_bit_for_bit(
     # the check can fail: ReLU after an average pool is not the same thing
     t = h.clone().requires_grad_(True)
     assert not torch.equal(F.relu(F.avg_pool2d(t, kernel, stride)), results[1][0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_finite_rows_is_isfinite_all(dtype: torch.dtype) -> None:
+    """The divergence check's row test from each row's extremes equals torch.isfinite(X).all(dim=1) exactly:
+    NaN, +inf, -inf alone and together, anywhere in a row, a row all NaN, one column, huge finite values."""
+    from sim.loop import finite_rows
+
+    rng = np.random.default_rng(0)
+    for shape in [(40, 30), (7, 1), (3, 5000)]:
+        X = torch.as_tensor(rng.normal(size=shape), dtype=dtype)
+        for value in (float("nan"), float("inf"), -float("inf")):
+            for _ in range(4):
+                X[rng.integers(shape[0]), rng.integers(shape[1])] = value
+        X[0] = float("nan")
+        X[-1] = torch.finfo(dtype).max  # finite however large
+        assert torch.equal(finite_rows(X), torch.isfinite(X).all(dim=1))
+        assert not finite_rows(X)[0] and finite_rows(X)[-1]
