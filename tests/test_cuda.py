@@ -158,3 +158,15 @@ def test_every_gossip_form_on_cuda_gives_the_matrix_product(topology: str, n: in
     means = torch.cat([part.mean(0, keepdim=True).expand_as(part) for part in Y.split([3, 5, 7])])
     got = groups.mix(Y.float().cuda(), Y[:0].float().cuda())
     np.testing.assert_allclose(got.double().cpu().numpy(), means.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_finite_rows_on_cuda_is_isfinite_all() -> None:
+    """amax / amin propagate NaN on the device too (torch documents it for aminmax only)."""
+    from sim.loop import finite_rows
+
+    X = torch.randn(64, 3000, device="cuda")
+    for i, value in enumerate((float("nan"), float("inf"), -float("inf"))):
+        X[7 * i + 1, 100 * i + 5] = value
+    X[50] = float("nan")
+    assert torch.equal(finite_rows(X), torch.isfinite(X).all(dim=1))
+    assert int((~finite_rows(X)).sum()) == 4
