@@ -124,7 +124,7 @@ class SweepEngine:
         self,
         stack: Stack,
         trainers: Sequence[Trainer],
-        mixing_matrices: Sequence[np.ndarray],
+        mixing_matrices: Sequence[np.ndarray | sp.csr_matrix | ExactAverage],
         x_train: torch.Tensor,
         y_train: torch.Tensor,
         samples_per_call: int | None = None,
