@@ -212,10 +212,9 @@ def dfl_worst_case(
         for value, square in zip(values, squares, strict=True):  # inf F <= F(u) - ||grad F(u)||^2 / (2L)
             problem.add_constraint(F_star <= value - square / (2 * L))
         problem.set_initial_condition(values[0] - F_star <= gap)
-    worst, status = _solve(problem, solver, solver_options)
+    worst, status, proof = _solve_certified(problem, solver, solver_options)
     seconds = time.perf_counter() - start
     solved = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
-    proof = certificate(problem, worst) if solved else {}
     ok = solved and proof["error"] <= certificate_rtol
     if not solved:
         message = f"the SDP solver stopped with status {status!r} (expected optimal)"
@@ -248,7 +247,7 @@ def dfl_worst_case(
         initial=initial,
         gram_size=_gram_size(problem),
         witness=witness,
-        certificate=proof,
+        certificate=proof if solved else {},
         success=bool(ok),
         message=message,
     )
@@ -374,6 +373,15 @@ def _largest(violations: list[float]) -> float:
     return float("nan") if np.isnan(values).any() else float(max(0.0, values.max(initial=0.0)))
 
 
+def _solve_certified(
+    problem: Any, solver: str | None, options: dict[str, Any] | None = None
+) -> tuple[float | None, str, dict[str, float]]:
+    """:func:`_solve`, and the :func:`certificate` of its value read at once (PEPit's leaf points are
+    global: a later ``PEP()`` would reset them); returns (value, status, certificate)."""
+    value, status = _solve(problem, solver, options)
+    return value, status, certificate(problem, value)
+
+
 def _solve(
     problem: Any, solver: str | None, options: dict[str, Any] | None = None
 ) -> tuple[float | None, str]:
@@ -437,9 +445,8 @@ def gradient_descent_worst_case(
     else:
         problem.set_performance_metric(_total(terms) / steps)
     problem.set_initial_condition(f0 - fx <= gap)
-    value, _ = _solve(problem, solver)
-    trusted = value is not None and certificate(problem, value)["error"] <= CERTIFICATE_RTOL
-    return float(value) if trusted else float("nan")
+    value, _, proof = _solve_certified(problem, solver)
+    return float(value) if proof["error"] <= CERTIFICATE_RTOL else float("nan")  # NaN error: not trusted
 
 
 def quadratic_lower_bound(
