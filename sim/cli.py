@@ -27,16 +27,18 @@ from typing import Any
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
-from sim.config import RunConfig
-from sim.errors import SimulationError
+from sim.config import PLAN_CHOOSES, RunConfig
+from sim.errors import RunInterrupted, SimulationError
 from sim.host import automatic_threads, retain_freed_memory
+from sim.interrupt import checkpoint_on_interrupt
 
 __all__ = ["main"]
 
 _HELP = {
     "dataset": "mnist (shipped, the default), cifar10 (with --data-dir) or npz:PATH (x_train, y_train, "
     "x_test, y_test and optionally node)",
-    "data_dir": "folder holding cifar-10-batches-py (cifar10 only)",
+    "data_dir": "the data set's folder: cifar-10-batches-py's (cifar10, required) or MNIST's idx files "
+    "(mnist; default: the copy shipped with dflkit)",
     "model": "cnn (the paper's CNN for the data set, default), logreg or lstsq",
     "nodes": "number of nodes N (default 10)",
     "topology": "ring (default), quasi-ring, torus, complete, star, path, hypercube, exponential, "
@@ -75,13 +77,29 @@ _HELP = {
     "backend": "local (default) or distributed (gloo processes)",
     "world_size": "processes of --backend distributed (default 1)",
     "timeout": "seconds a distributed process waits for the others (default 60)",
-    "threads": "torch threads (default: the free cores: affinity less the load average; "
-    "OMP_NUM_THREADS wins)",
+    "threads": "torch threads (default 0: the free cores, those this process may use less those busy "
+    "now; OMP_NUM_THREADS wins)",
 }
 
 
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
+PLAN_IGNORES = ("steps", "resume", "allow_change", "checkpoint_every", "checkpoint_seconds", "save_params",
+                "backend", "world_size", "timeout", "latency", "bandwidth")  # fmt: skip
+"""Run flags ``dfl-sim plan`` does not take: it sets them for each simulation (with PLAN_CHOOSES), or its
+cost model has no place for them (a gossip step costs --t-comm)."""
+
+
+RESUME_HINT = "the same command with --resume continues it"
+RUN_RESULTS = "metrics.csv (one row per logged step), config.json, summary.json"
+PLAN_RESULTS = (
+    "table.csv (one row per simulated configuration), ranking.csv, simulations.csv, plan_result.json, "
+    "plan-predicted-vs-measured.png, plan-loss-vs-gossip.png; runs/ (one folder per simulation)"
+)
+
+
+def _add_config_flags(p: argparse.ArgumentParser, leave_out: Sequence[str] = ()) -> None:
     for f in fields(RunConfig):
+        if f.name in leave_out:
+            continue
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
             p.add_argument(flag, action="store_true", default=None, help=_HELP[f.name])
@@ -110,7 +128,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
                 )
             values[name] = value
     for f in fields(RunConfig):
-        value = getattr(args, f.name)
+        value = getattr(args, f.name, None)
         if value is not None:
             values[f.name] = value
     return RunConfig(**values)
@@ -151,9 +169,12 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim.runner import run
 
-    if config.threads == 0 and config.backend == "local":
+    if config.backend == "distributed":  # its processes take Ctrl-C themselves
+        return run(config)
+    if config.threads == 0:
         config.threads = automatic_threads()
-    return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
+    with checkpoint_on_interrupt():
+        return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
 
 
 def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
@@ -181,7 +202,8 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
         bar[0].update(1)
 
     try:
-        return plan(config, settings, progress)
+        with checkpoint_on_interrupt():
+            return plan(config, settings, progress)
     finally:
         if bar:
             bar[0].close()
@@ -220,7 +242,8 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 bar.update(steps - bar.n)
 
             bar.set_postfix_str(f"{len(todo)} runs stacked, {len(done)} already done")
-            summaries = run_sweep([points[i].config for i in todo], progress)
+            with checkpoint_on_interrupt():
+                summaries = run_sweep([points[i].config for i in todo], progress)
         done |= dict(zip(todo, summaries, strict=True))
     result = [{"grid": point.values, **done[i]} for i, point in enumerate(points)]
     listing = Path(args.out) / "sweep.json"  # every run's grid values and summary, in the grid's order
@@ -248,12 +271,15 @@ def _parser() -> OneLineParser:
     r.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
     _add_config_flags(r)
     r.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    r.set_defaults(run=_cmd_run)
+    r.set_defaults(run=_cmd_run, results=RUN_RESULTS, resume_hint=RESUME_HINT)
     pl = sub.add_parser(
         "plan", help="rank (tau1, tau2, eta) by the bound under a budget, then train to check"
     )
     pl.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
-    _add_config_flags(pl)
+    _add_config_flags(pl, leave_out=(*PLAN_CHOOSES, *PLAN_IGNORES, "out"))
+    pl.add_argument("--out", help="the plan's folder (default runs/plan): ranking, simulations, figures")
+    pl.add_argument("--eta", type=float, help="a fixed learning rate: only (tau1, tau2) are ranked (default: "
+                    "the bound's best eta for each cell)")  # fmt: skip
     budget = "modelled seconds per run: --t-comp per local step, --t-comm per gossip step"
     pl.add_argument("--budget-seconds", type=float, help=budget)
     bits = "C-DFL (--algorithm cdfl): bits each node may send; ranks by Lemma 13, needs --mu and --G2"
@@ -274,7 +300,8 @@ def _parser() -> OneLineParser:
                        ("gap", "F(u_1) - F_inf (default: F(u_1), the initial training loss)")):  # fmt: skip
         pl.add_argument(f"--{name}", type=float, help=what)
     pl.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    pl.set_defaults(run=_cmd_plan)
+    pl.set_defaults(run=_cmd_plan, results=PLAN_RESULTS,
+                    resume_hint="the same command continues it (finished simulations are kept)")  # fmt: skip
     sw = sub.add_parser("sweep", help="run a grid of configurations stacked as one sweep (GRID.toml)")
     grid_help = "TOML file: [base] RunConfig fields, [grid] field = [values] (the sweep is their product)"
     sw.add_argument("grid", help=grid_help)
@@ -282,12 +309,12 @@ def _parser() -> OneLineParser:
     sw.add_argument("--resume", action="store_true", help="skip finished runs, continue checkpointed ones")
     sw.add_argument("--threads", type=int, help="torch threads (default: the free cores)")
     sw.add_argument("--json", action="store_true", help="print the runs' summaries as one JSON list")
-    sw.set_defaults(run=_cmd_sweep)
+    sw.set_defaults(run=_cmd_sweep, resume_hint=RESUME_HINT)
     b = sub.add_parser("bench", help="node-steps per second: vectorised engine vs reference loop")
-    b.add_argument("--quick", action="store_true")
-    b.add_argument("--device", default="cpu")
+    b.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute on 2 cores)")
+    b.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:INDEX")
     b.add_argument("--distributed", action="store_true", help="also P = 1 and 2 gloo processes")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print one JSON object (the ratios at its top level)")
     b.set_defaults(run=_cmd_bench)
     return parser
 
@@ -305,6 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:
+        print(f"dfl-sim: {exc}: {args.resume_hint}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("dfl-sim: interrupted", file=sys.stderr)
+        return 130
     except SimulationError as exc:  # the run itself failed (its checkpoint allows --resume)
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
         return 1
@@ -322,8 +355,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     else:
         print(key_value_table(out))
-        if "out_dir" in out:
-            print(
-                f"results: {out['out_dir']}/metrics.csv (one row per logged step), config.json, summary.json"
-            )
+        if "out_dir" in out and getattr(args, "results", None):
+            print(f"results: {out['out_dir']}/{args.results}")
     return 0

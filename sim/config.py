@@ -13,7 +13,14 @@ from sim.algorithms import (
     resolve_schedule,
 )
 
-__all__ = ["NOT_IN_FINGERPRINT", "RESUMABLE_CHANGES", "SHARED_FIELDS", "RunConfig", "fingerprint"]
+__all__ = [
+    "NOT_IN_FINGERPRINT",
+    "PLAN_CHOOSES",
+    "RESUMABLE_CHANGES",
+    "SHARED_FIELDS",
+    "RunConfig",
+    "fingerprint",
+]
 
 SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
 # (sim.sweep stacks runs of one data set and model, on one device, in one process)
@@ -24,6 +31,9 @@ NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to diff
     "out", "resume", "steps", "backend", "world_size", "timeout", "log_every",
     "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip
+
+PLAN_CHOOSES = ("tau1", "tau2", "eta", "lr_schedule", "a", "gamma", "compressor", "compressor_param")
+"""The fields ``dfl-sim plan`` (:mod:`sim.plan`) sets for each simulated configuration (not the user's)."""
 
 
 @dataclass
@@ -96,6 +106,15 @@ class RunConfig:
             raise InputError(f"latency = {self.latency!r} is out of range (expected seconds >= 0)")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth = {self.bandwidth!r} is out of range (expected bits per second > 0)")
+        if self.latency is not None and self.bandwidth is None:
+            raise InputError(
+                f"latency = {self.latency!r} needs bandwidth (expected both: latency + message bits / "
+                "bandwidth is then a gossip step's time; or t_comm alone)"
+            )
+        for name in ("mu", "a"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
         unknown = [f for f in self.changes_allowed() if f not in RESUMABLE_CHANGES]
         if unknown:
             raise InputError(
@@ -104,6 +123,11 @@ class RunConfig:
             )
         if self.backend not in ("local", "distributed"):
             raise InputError(f"backend = {self.backend!r} is unknown (expected local or distributed)")
+        if self.backend == "local" and self.world_size != 1:
+            raise InputError(
+                f"world_size = {self.world_size!r} needs backend 'distributed' (expected 1 with the local "
+                "backend)"
+            )
         if self.backend == "distributed" and not (
             isinstance(self.world_size, int) and 1 <= self.world_size <= self.nodes
         ):

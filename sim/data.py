@@ -186,14 +186,22 @@ def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
 def load_npz(path: Path) -> Dataset:
     """A user data set: ``x_train, y_train, x_test, y_test`` (+ optional ``node``) in one .npz."""
     if not path.is_file():
-        raise DataError(
-            f"data file {str(path)!r} does not exist (expected an .npz with x_train, y_train, ...)"
-        )
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise DataError(f"data file {str(path)!r} {what} (expected an .npz with x_train, y_train, ...)")
     try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
+        loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy file holds one array, not named ones
+        raise DataError(
+            f"data file {str(path)!r} holds one array of shape {loaded.shape} (expected an .npz archive with "
+            "x_train, y_train, x_test, y_test: numpy.savez)"
+        )
+    with loaded as f:
+        try:
+            arrays = {k: f[k] for k in f.files}
+        except (OSError, ValueError) as exc:
+            raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
     missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in arrays]
     if missing:
         raise DataError(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["SimulationError"]
+__all__ = ["RunInterrupted", "SimulationError"]
 
 
 class SimulationError(RuntimeError):
     """A run stopped by a failure of its processes (one died or hung); ``--resume`` continues it."""
+
+
+class RunInterrupted(SimulationError):
+    """A run stopped by Ctrl-C after a whole step, its checkpoint written (:mod:`sim.interrupt`)."""

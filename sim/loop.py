@@ -31,8 +31,10 @@ from sim.algorithms import (
 )
 from sim.config import RunConfig, fingerprint
 from sim.engine import BatchSampler
+from sim.errors import RunInterrupted
 from sim.evaluation import Evaluator
 from sim.gossip import ChocoGossip, ExactGossip
+from sim.interrupt import interrupt_requested
 from sim.setup import Setup, process_streams
 from sim.trainer import Trainer
 
@@ -286,6 +288,16 @@ class RunRecorder:
         atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(jsonable(summary), indent=1)))
         return summary
 
+    def interrupted(self) -> RunInterrupted:
+        """The checkpoint of a run stopped by Ctrl-C after its step t (:mod:`sim.interrupt`; none at t = 0,
+        where there is nothing to keep), and the error that says where it is."""
+        t = self.state.t
+        if t > 0 and not self.message:
+            self.counters["wall_time"] = time.perf_counter() - self._start
+            self._save()
+        where = f"the checkpoint is in {self.s.out}" if t > 0 else "nothing to keep yet"
+        return RunInterrupted(f"interrupted at step {t} of {self.config.steps}; {where}")
+
     def close(self) -> None:
         """Close metrics.csv (idempotent; after an error the rows written so far stay)."""
         if self._fh is not None:
@@ -341,6 +353,8 @@ def run_loop(
                 recorder.finish_step(None)
             if progress:
                 progress(trainer.t, config.steps, recorder.last_loss)
+            if interrupt_requested() and not recorder.finished:
+                raise recorder.interrupted()
         return recorder.finish()
     finally:
         recorder.close()

@@ -15,14 +15,17 @@
    minus the best measured loss) and its rank among the simulated configurations.
 
 Every simulation writes its own run folder under ``out/runs``; ``out/simulations.csv`` holds one row per
-finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped.
+finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped. A
+plan folder belongs to one problem (:func:`problem_key`: the data, model, topology, partition, costs and
+how the constants are estimated); the budget and the ranking's settings may change from one call to the
+next in it: the constants are estimated once, and a simulation is reused wherever its configuration,
+steps included, and seed are the same.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,18 +37,22 @@ import pandas as pd
 
 from bounds import InputError, spectral_summary
 from bounds.cdfl.formulas import choco_gamma
+from bounds.cli_tools import writable_folder
 from bounds.graph.mixing import as_matrix
 from bounds.plan.cost import CostModel
-from bounds.plan.optimize import optimize_dfl
+from bounds.plan.optimize import budget_grid, optimize_dfl
 from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
-from sim.config import RunConfig
+from sim.config import PLAN_CHOOSES, RunConfig, fingerprint
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.loop import atomic_write
 from sim.runner import run
 from sim.setup import prepare
 
-__all__ = ["PlanSettings", "estimate_constants", "plan"]
+__all__ = ["ESTIMATION_FIELDS", "PlanSettings", "estimate_constants", "plan", "problem_key"]
+
+ESTIMATION_FIELDS = ("L", "sigma2", "heterogeneity", "gap", "estimate_samples", "hessian_iters")
+"""The PlanSettings fields the constants depend on (the others only rank and choose)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,8 @@ def _ranking(
     else:
         grid, bound = _dfl_grid(config, settings, constants)
     feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
+    if feasible.empty:
+        raise InputError(f"no configuration to plan: no cell of the {bound} ranking has a finite bound")
     order = feasible.assign(score=score(feasible["bound"].to_numpy()) if score else feasible["bound"])
     return order.sort_values("score", kind="stable").drop(columns="score").reset_index(drop=True), bound
 
@@ -215,7 +224,8 @@ def _parameter(value: Any) -> float | None:
 
 
 def _same_configuration(record: dict[str, Any], row: pd.Series, seed: int) -> bool:
-    same = all(record[k] == row[k] for k in ("tau1", "tau2", "compressor")) and record["seed"] == seed
+    keys = ("tau1", "tau2", "compressor", "steps")  # steps: another budget gives the same cell other rounds
+    same = all(record[k] == row[k] for k in keys) and record["seed"] == seed
     return (
         same
         and np.isclose(record["eta"], row["eta"])
@@ -232,7 +242,8 @@ def _simulation(
     name = f"{compressor}{'' if parameter is None else f'={parameter:g}'}-tau1={tau1}-tau2={tau2}"
     sim = dataclasses.replace(
         config, tau1=tau1, tau2=tau2, eta=float(row["eta"]), steps=int(row["steps"]), seed=seed,
-        out=str(folder / f"{name}-eta={float(row['eta']):.4g}-seed={seed}"), compressor=compressor,
+        out=str(folder / f"{name}-eta={float(row['eta']):.4g}-steps={int(row['steps'])}-seed={seed}"),
+        compressor=compressor,
         compressor_param=parameter, checkpoint_every=10**9, resume=False,
         log_every=max(config.log_every, int(row["steps"]) // 10),
     )  # fmt: skip
@@ -301,24 +312,26 @@ def plan(
     settings.validate(config.algorithm)
     if config.algorithm not in ("dfl", "cdfl"):
         raise InputError(f"algorithm {config.algorithm!r} cannot be planned (expected dfl or cdfl)")
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    key = json.dumps(
-        {"config": dataclasses.asdict(config), "plan": dataclasses.asdict(settings)}, sort_keys=True
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    if config.algorithm == "dfl" and config.lr_schedule != "constant":  # the bounds rank a constant eta
+        raise InputError(
+            f"lr_schedule = {config.lr_schedule!r} cannot be planned for dfl (expected constant)"
+        )
+    if config.latency is not None or config.bandwidth is not None:
+        raise InputError("a plan models a gossip step as t_comm seconds (expected no latency or bandwidth)")
+    if config.algorithm == "dfl":  # a budget that fits no round, or too many, refused before any estimate
+        budget_grid(CostModel(config.t_comp, config.t_comm), settings.budget_seconds, None, None,
+                    settings.max_tau1, settings.max_tau2)  # fmt: skip
+    out = writable_folder(config.out, "out")
+    problem = problem_key(config, settings)
     state = out / "plan.json"
     saved = json.loads(state.read_text()) if state.is_file() else None
-    if saved is not None and saved.get("digest") != digest:
-        raise InputError(
-            f"{out} holds a plan with other settings (expected the same flags to resume it, or another --out)"
-        )
     if saved is not None:
+        _check_same_problem(out, _saved_problem(saved), problem)
         constants = saved["constants"]
     else:
         constants = estimate_constants(config, settings)
-        saved = {"digest": digest, "settings": json.loads(key), "constants": constants}
-        atomic_write(state, lambda tmp: tmp.write_text(json.dumps(saved)))
+        saved = {"problem": problem, "constants": constants}
+        atomic_write(state, lambda tmp: tmp.write_text(json.dumps(jsonable(saved))))
     ranking, bound = _ranking(config, settings, constants, score)
     _atomic_csv(ranking, out / "ranking.csv")
     chosen = _choose(ranking, settings, config.seed)
@@ -374,6 +387,44 @@ def plan(
     atomic_write(out / "plan_result.json", lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     _figures(table, out)
     return result
+
+
+def problem_key(config: RunConfig, settings: PlanSettings) -> dict[str, Any]:
+    """What a plan folder's constants and simulations depend on, as JSON values: the run's fingerprint (the
+    fields that shape a trajectory, :func:`sim.config.fingerprint`) less what the plan chooses per
+    simulation (PLAN_CHOOSES), plus ``eval_samples`` (the measured losses are taken on that sample), and
+    how the constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the validation's
+    settings are not in it: they may change between calls in one folder."""
+    run_fields = {k: v for k, v in fingerprint(config).items() if k not in PLAN_CHOOSES}
+    estimation = {k: getattr(settings, k) for k in ESTIMATION_FIELDS}
+    key = {"config": run_fields | {"eval_samples": config.eval_samples}, "estimation": estimation}
+    return json.loads(json.dumps(jsonable(key), sort_keys=True))
+
+
+def _saved_problem(saved: dict[str, Any]) -> dict[str, Any]:
+    """The problem of a saved plan.json; one written before problem keys (it held every setting, under
+    ``settings``) gives the same fields from those."""
+    if "problem" in saved:
+        return saved["problem"]
+    old = saved.get("settings", {})
+    config, plan_settings = old.get("config", {}), old.get("plan", {})
+    return {
+        "config": {k: config.get(k) for k in fingerprint(RunConfig()) if k not in PLAN_CHOOSES}
+        | {"eval_samples": config.get("eval_samples")},
+        "estimation": {k: plan_settings.get(k) for k in ESTIMATION_FIELDS},
+    }
+
+
+def _check_same_problem(out: Path, saved: dict[str, Any], problem: dict[str, Any]) -> None:
+    """InputError naming the first field whose value differs from the one the folder's plan was made with."""
+    for section, values in problem.items():
+        before = saved.get(section, {})
+        for name, value in values.items():
+            if before.get(name) != value:
+                raise InputError(
+                    f"{out} holds a plan of another problem: {name} = {before.get(name)!r} there, "
+                    f"{value!r} now (expected the same {name} to resume it, or another --out)"
+                )
 
 
 def _figures(table: pd.DataFrame, out: Path) -> None:

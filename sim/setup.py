@@ -132,6 +132,12 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
     )
+    largest = max(len(p) for p in parts)
+    if config.batch_size > largest:  # drawn with replacement, so it could run: surely meant 0, or a typo
+        raise InputError(
+            f"batch_size = {config.batch_size} is more than any node holds (the largest part has {largest} "
+            "samples; expected at most that, or 0 for the full local data)"
+        )
     torch.manual_seed(config.seed)
     model = make_model(config.model, data.input_shape, data.num_classes).to(device)
     stack = Stack(model)

@@ -39,8 +39,10 @@ from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.config import SHARED_FIELDS, RunConfig
 from sim.data import load_dataset
 from sim.engine import Stack, pick
+from sim.errors import RunInterrupted
 from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
+from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
 from sim.setup import Setup, build_trainer, prepare
 from sim.trainer import Trainer
@@ -369,10 +371,26 @@ def run_sweep(
             active = [r for r in active if not r.finished]
             if progress:
                 progress(sum(r.state.t for r in recorders), total)
+            if interrupt_requested() and active:
+                raise _interrupted(recorders)
         return [r.finish() for r in recorders]
     finally:
         for r in recorders:
             r.close()
+
+
+def _interrupted(recorders: Sequence[RunRecorder]) -> RunInterrupted:
+    """A sweep stopped by Ctrl-C after a whole step: the finished runs' results and the others'
+    checkpoints written (:mod:`sim.interrupt`), and the error that says so."""
+    unfinished = [r.interrupted() for r in recorders if not r.finished]
+    for r in recorders:
+        if r.finished:
+            r.finish()
+    done, total = sum(r.state.t for r in recorders), sum(r.config.steps for r in recorders)
+    return RunInterrupted(
+        f"interrupted after {done} of {total} steps; {len(recorders) - len(unfinished)} runs finished, "
+        f"the checkpoints of the {len(unfinished)} others are in their folders"
+    )
 
 
 def _log_due(recorders: Sequence[RunRecorder]) -> None:

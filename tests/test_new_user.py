@@ -69,6 +69,8 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
     disconnected.write_text("0 1\n1 2\n3 4\n4 5\n")
     afile = tmp_path / "afile"
     afile.write_text("")
+    npy = tmp_path / "one.npy"
+    np.save(npy, np.zeros((3, 4)))
     cases = [
         (["--seed", "-1"], "seed = -1 is out of range"),
         (["--device", "nonsense"], "device = 'nonsense' is unknown"),
@@ -79,6 +81,14 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         (["--allow-change", "model"], "allow_change names 'model'"),
         (["--threads", "-2"], "threads = -2 is out of range"),
         (["--resume"], "does not exist (expected the folder of an interrupted run"),
+        (["--latency", "0.1"], "latency = 0.1 needs bandwidth"),
+        (["--mu", "-1"], "mu = -1.0 is out of range"),
+        (["--a", "0"], "a = 0.0 is out of range"),
+        (["--world-size", "3"], "world_size = 3 needs backend 'distributed'"),
+        (["--batch-size", "99999999999"], "batch_size = 99999999999 is more than any node holds"),
+        (["--batch-size", "41"], "the largest part has 40 samples"),
+        (["--dataset", f"npz:{npy}"], "holds one array of shape (3, 4) (expected an .npz archive"),
+        (["--dataset", f"npz:{tmp_path}"], "is a folder (expected an .npz"),
     ]
     for extra, fragment in cases:
         err = _one_line_error(capsys, _base(tiny, out) + extra)

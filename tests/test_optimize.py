@@ -166,3 +166,12 @@ def test_results_share_one_format() -> None:
 def test_large_grid_shape() -> None:
     r = optimize_dfl(**PROBLEM, cost=CostModel(1.0, 0.5), budget_seconds=1e6, max_tau1=500, max_tau2=500)
     assert r.grid["bound"].shape == (500, 500) and np.isfinite(r.bound)
+
+
+def test_a_budget_beyond_exact_step_counts_is_refused_not_wrapped_round() -> None:
+    """A budget of 1e19 s used to give steps = -2^63 and success True (an int64 cast wrapped round)."""
+    problem = dict(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5), max_tau1=5, max_tau2=5)
+    with pytest.raises(InputError, match=r"the budget allows 1\.71e\+19 steps \(expected at most 2\^53"):
+        optimize_dfl(**problem, budget_seconds=1e19)
+    large = optimize_dfl(**problem, budget_seconds=1e15)
+    assert large.success and large.steps == large.rounds * (large.tau1 + large.tau2) > 1e14

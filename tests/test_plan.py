@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -57,10 +58,75 @@ def test_plan_resumes_without_rerunning_and_refuses_other_settings(tiny, tmp_pat
         raise AssertionError("a finished simulation was run again")
 
     monkeypatch.setattr(plan_module, "run", no_training)
-    again = plan(_config(tiny, tmp_path), SETTINGS)
+    again = plan(_config(tiny, tmp_path, threads=1, log_every=7), SETTINGS)  # neither shapes the problem
     assert again["table"] == first["table"] and again["spearman"] == first["spearman"]
-    with pytest.raises(InputError, match="other settings"):
-        plan(_config(tiny, tmp_path), PlanSettings(**{**SETTINGS.__dict__, "seeds": 3}))
+    with pytest.raises(InputError, match="another problem: nodes = 4 there, 6 now"):
+        plan(_config(tiny, tmp_path, nodes=6), SETTINGS)
+    with pytest.raises(InputError, match="another problem: hessian_iters = 5 there, 6 now"):
+        plan(config, PlanSettings(**{**SETTINGS.__dict__, "hessian_iters": 6}))
+
+
+def test_another_budget_in_the_same_folder_reuses_the_constants_and_the_same_simulations(
+    tiny, tmp_path, monkeypatch
+) -> None:
+    """A refused budget leaves a folder that the next budget can use; a simulation is reused only where its
+    configuration, steps included, is the same."""
+    config = _config(tiny, tmp_path)
+    with pytest.raises(InputError, match="fits no round"):
+        plan(config, PlanSettings(**{**SETTINGS.__dict__, "budget_seconds": 1.5}))
+    first = plan(config, SETTINGS)
+
+    def no_estimate(*args, **kwargs):
+        raise AssertionError("the constants were estimated again")
+
+    monkeypatch.setattr(plan_module, "estimate_constants", no_estimate)
+    more_seeds = plan(config, PlanSettings(**{**SETTINGS.__dict__, "seeds": 3}))
+    assert more_seeds["constants"] == first["constants"]
+    sims = pd.read_csv(tmp_path / "plan" / "simulations.csv")
+    assert len(sims) == 12 and sorted(sims["seed"].value_counts()) == [4, 4, 4]  # 2 x 4 reused, 4 new
+    longer = plan(config, PlanSettings(**{**SETTINGS.__dict__, "budget_seconds": 60}))
+    assert all(r["steps"] > 0 for r in longer["table"])
+    sims = pd.read_csv(tmp_path / "plan" / "simulations.csv")
+    table = pd.DataFrame(longer["table"])
+    for _, row in table.iterrows():  # each of the new table's rows measured at its own steps
+        match = sims[
+            (sims["tau1"] == row["tau1"]) & (sims["tau2"] == row["tau2"]) & (sims["steps"] == row["steps"])
+        ]
+        assert len(match) >= 2 and np.isclose(match["loss"].mean(), row["loss_mean"])
+
+
+def test_a_plan_folder_from_before_problem_keys_resumes_and_names_a_difference(
+    tiny, tmp_path, monkeypatch
+) -> None:
+    """plan.json used to hold every setting (``settings``: config and plan) and a digest of them."""
+    config = _config(tiny, tmp_path)
+    plan(config, SETTINGS)
+    state = tmp_path / "plan" / "plan.json"
+    saved = json.loads(state.read_text())
+    every = {"config": dataclasses.asdict(config), "plan": dataclasses.asdict(SETTINGS)}
+    old = {"digest": "0123456789abcdef", "constants": saved["constants"], "settings": every}
+    state.write_text(json.dumps(old))
+    monkeypatch.setattr(plan_module, "estimate_constants", lambda *a: pytest.fail("estimated again"))
+    plan(config, SETTINGS)
+    state.write_text(json.dumps(old))
+    with pytest.raises(InputError, match="batch_size = 8 there, 16 now"):
+        plan(_config(tiny, tmp_path, batch_size=16), SETTINGS)
+
+
+def test_a_plan_refuses_what_it_cannot_model_before_writing_anything(tiny, tmp_path, capsys) -> None:
+    with pytest.raises(InputError, match="no latency or bandwidth"):
+        plan(_config(tiny, tmp_path, latency=0.1, bandwidth=1e6), SETTINGS)
+    with pytest.raises(InputError, match="lr_schedule = 'cdfl' cannot be planned"):
+        plan(_config(tiny, tmp_path, lr_schedule="cdfl", mu=1.0, a=10.0), SETTINGS)
+    with pytest.raises(InputError, match="the budget allows 1e\\+30 steps"):
+        plan(_config(tiny, tmp_path), PlanSettings(**{**SETTINGS.__dict__, "budget_seconds": 1e30}))
+    assert not (tmp_path / "plan").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="is not a writable folder"):
+        plan(_config(tiny, tmp_path, out=str(tmp_path / "file")), SETTINGS)
+    with pytest.raises(SystemExit):  # the plan chooses tau1 itself: the flag is not offered
+        main(["plan", "--tau1", "3", "--budget-seconds", "10"])
+    assert "unrecognized arguments: --tau1 3" in capsys.readouterr().err
 
 
 def test_fixed_eta_ranks_only_the_schedule(tiny, tmp_path) -> None:

@@ -52,6 +52,8 @@ REFUTED = {
 }
 _BISECTION_STEPS = 80
 MAX_GRID_CELLS = 4_000_000  # (tau1, tau2) cells: ~100 bytes each across the grid's arrays
+MAX_STEPS = 2**53  # T = K (tau1 + tau2) of a cell: beyond, float64 no longer counts steps exactly (and int64
+# casts of larger budgets wrapped round to negative step counts)
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,12 @@ def budget_grid(
     if max_gossip_steps is not None:
         rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
     feasible = rounds >= 1
+    most = float(np.max(np.where(feasible, rounds * (tau1 + tau2), 0)))
+    if most > MAX_STEPS:
+        raise InputError(
+            f"the budget allows {most:.3g} steps (expected at most 2^53 = {MAX_STEPS:.3g}, which float64 "
+            "counts exactly; lower the budget)"
+        )
     if not feasible.any():
         cheapest = cost.t_comp + cost.t_comm
         raise InputError(

@@ -1,0 +1,54 @@
+"""Ctrl-C during training: the step in progress finishes, a checkpoint is written, and the run stops with a
+message that says how to continue (a second Ctrl-C stops at once).
+
+A ``KeyboardInterrupt`` raised inside a step would leave the run's state half updated (the parameters
+stepped, the step counter not), so the last checkpoint, up to ``checkpoint_every`` steps back, was all a
+user kept. :func:`checkpoint_on_interrupt` (the CLIs wrap a run or a sweep in it) turns the first SIGINT
+into a request that the step loops read after each step (:func:`interrupt_requested`); they then save
+every unfinished run's checkpoint and raise :class:`sim.errors.RunInterrupted`. Outside the context (a
+library call, a gloo worker process) nothing changes: SIGINT raises ``KeyboardInterrupt`` as usual.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+__all__ = ["checkpoint_on_interrupt", "interrupt_requested"]
+
+_requested = False
+
+
+def interrupt_requested() -> bool:
+    """Whether a Ctrl-C asked the running step loop to stop after its current step."""
+    return _requested
+
+
+@contextmanager
+def checkpoint_on_interrupt(program: str = "dfl-sim") -> Iterator[None]:
+    """Within the block, the first SIGINT sets :func:`interrupt_requested` (and says so on stderr); a second
+    raises ``KeyboardInterrupt``. Only in the main thread (where Python delivers signals); elsewhere a
+    no-op. The previous handler is restored on leaving."""
+    global _requested
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request(signum: int, frame: FrameType | None) -> None:
+        global _requested
+        if _requested:
+            raise KeyboardInterrupt
+        _requested = True
+        print(f"\n{program}: stopping after this step to write a checkpoint (Ctrl-C again to stop at once)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    previous = signal.signal(signal.SIGINT, request)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _requested = False
