@@ -121,6 +121,11 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
+    if args.heterogeneity and ALIASES.get(args.bound, args.bound) != "non-iid":
+        raise InputError(
+            f"--heterogeneity {args.heterogeneity:g} needs --bound non-iid (the bound {args.bound!r} has no "
+            "heterogeneity term)"
+        )
     if args.bound == "cdfl":
         return _optimize_cdfl(args)
     if args.compressor is not None:
@@ -418,10 +423,13 @@ def _build_parser() -> OneLineParser:
         "--bound",
         choices=(*BOUNDS, *ALIASES, "cdfl"),
         default="repaired",
-        help="repaired (default: our repair of Proposition 1, average over local steps), paper (Proposition "
-        "1 as stated, refuted; alias proposition1), corrected (refuted too), or cdfl (Lemma 13, over "
-        "compressors too)",
+        help="repaired (default: our repair of Proposition 1, average over local steps), non-iid (the repair "
+        "with the heterogeneity term of non-i.i.d. data, --heterogeneity), paper (Proposition 1 as stated, "
+        "refuted; alias proposition1), corrected (refuted too), or cdfl (Lemma 13, over compressors too)",
     )
+    opt.add_argument("--heterogeneity", type=float, default=0.0, metavar="V",
+                     help="varsigma^2 of non-i.i.d. data, (1/N) sum_i ||grad f_i - grad F||^2 <= V, for "
+                     "--bound non-iid (default 0)")  # fmt: skip
 
     pep = _command(
         sub,

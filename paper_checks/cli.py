@@ -20,6 +20,7 @@ from tqdm import tqdm
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, writable_folder
 from paper_checks.parallel import available_cores
+from sim.config import check_device
 from sim.host import retain_freed_memory
 
 __all__ = ["main"]
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         retain_freed_memory()
+        check_device(args.device)
+        if args.sample_every < 1:
+            raise InputError(f"--sample-every = {args.sample_every} (expected a whole number >= 1)")
         out = writable_folder(args.out, "--out")
     except InputError as exc:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
@@ -113,9 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         bar.update(1 if guess.untimed else round(guess.per_check.get(r["id"]) or 0))
 
     with bar:
-        results = run_checks(
-            args.only, quick, out, args.cifar_dir, args.device, progress=done, workers=args.jobs
-        )
+        try:
+            results = run_checks(
+                args.only, quick, out, args.cifar_dir, args.device, progress=done, workers=args.jobs
+            )
+        except KeyboardInterrupt:
+            bar.write(f"dfl-check: interrupted; the checks that finished are cached in {out / 'cache'} (the "
+                      "same command continues from them)", file=sys.stderr)  # fmt: skip
+            return 130
     write_report(results, out, quick)
     if args.json:
         print(

@@ -19,6 +19,7 @@ __all__ = [
     "RESUMABLE_CHANGES",
     "SHARED_FIELDS",
     "RunConfig",
+    "check_device",
     "fingerprint",
 ]
 
@@ -144,10 +145,7 @@ class RunConfig:
             raise InputError(
                 f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
             )
-        if self.device.startswith("cuda") and not _cuda_available():
-            raise InputError(f"device = {self.device!r} but no CUDA device is available (expected cpu)")
-        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
-            raise InputError(f"device = {self.device!r} is unknown (expected cpu, cuda or cuda:INDEX)")
+        check_device(self.device)
         resolve_schedule(self.algorithm, self.tau1, self.tau2)
 
     def _check_types(self) -> None:
@@ -178,6 +176,14 @@ class RunConfig:
 def fingerprint(config: RunConfig) -> dict[str, Any]:
     """The fields of a config that shape the trajectory (what a resumed run must share)."""
     return {k: v for k, v in asdict(config).items() if k not in NOT_IN_FINGERPRINT}
+
+
+def check_device(device: str) -> None:
+    """InputError unless ``device`` is cpu, or cuda / cuda:INDEX with a CUDA device present."""
+    if device.startswith("cuda") and not _cuda_available():
+        raise InputError(f"device = {device!r} but no CUDA device is available (expected cpu)")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise InputError(f"device = {device!r} is unknown (expected cpu, cuda or cuda:INDEX)")
 
 
 def _cuda_available() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -175,3 +176,20 @@ def test_a_budget_beyond_exact_step_counts_is_refused_not_wrapped_round() -> Non
         optimize_dfl(**problem, budget_seconds=1e19)
     large = optimize_dfl(**problem, budget_seconds=1e15)
     assert large.success and large.steps == large.rounds * (large.tau1 + large.tau2) > 1e14
+
+
+def test_cli_non_iid_bound_takes_the_heterogeneity_and_other_bounds_refuse_it(capsys) -> None:
+    """--bound non-iid could not be given varsigma^2 from the CLI (it was always 0)."""
+    from bounds.cli import main
+
+    argv = ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.87",
+            "--t-comp", "1", "--t-comm", "0.5", "--budget-seconds", "1000", "--json"]  # fmt: skip
+    values = []
+    for v in ("0", "4"):
+        assert main([*argv, "--bound", "non-iid", "--heterogeneity", v]) == 0
+        values.append(json.loads(capsys.readouterr().out)["bound"])
+    problem = dict(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5), budget_seconds=1000)
+    direct = optimize_dfl(**problem, max_tau1=50, max_tau2=50, bound="non-iid", heterogeneity=4.0)
+    assert values[1] == pytest.approx(direct.bound, rel=1e-12) and values[1] > values[0]
+    assert main([*argv, "--heterogeneity", "4"]) == 2
+    assert "--heterogeneity 4 needs --bound non-iid" in capsys.readouterr().err

@@ -105,6 +105,19 @@ def test_dfl_check_rejects_zero_jobs(capsys) -> None:
     assert "--jobs = 0 (expected a whole number >= 1)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--device", "foo"], "device = 'foo' is unknown (expected cpu, cuda or cuda:INDEX)"),
+        (["--sample-every", "0"], "--sample-every = 0 (expected a whole number >= 1)"),
+    ],
+)
+def test_dfl_check_refuses_a_bad_device_or_sample_before_estimating(flags, message, capsys, tmp_path) -> None:
+    """A bad --device used to give 'estimated about 0 s' and a 'could not run' per simulation, exit 0."""
+    assert main(["--only", "fig8-zeta", "--estimate", "--out", str(tmp_path), *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_tightness_solves_its_cells_in_worker_processes(monkeypatch) -> None:
     """The PEP cells of `tightness` solved in 2 processes: the same worst cases (the solver is
     deterministic), the same verdict, as in this process."""
