@@ -9,7 +9,7 @@ makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "mixing",
     "prepare",
     "prepare_out",
+    "prepare_outs",
 ]
 
 
@@ -169,13 +170,23 @@ def prepare_out(config: RunConfig) -> Path:
     ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
     the old checkpoint, so they are removed.
     """
-    out = writable_folder(config.out, "out")
-    if config.resume:
-        check_resumable(config, out / "checkpoint.pt")
-    else:
-        for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-    return out
+    return prepare_outs([config])[0]
+
+
+def prepare_outs(configs: Sequence[RunConfig]) -> list[Path]:
+    """The run folders of several runs (a sweep's) made ready as :func:`prepare_out` does, but only once all
+    of them can be: the resumed runs' checkpoints checked first (reading only), then every folder created
+    and checked writable, then the fresh runs' old files removed. A refused run leaves no other run's
+    folder made or emptied."""
+    for config in configs:
+        if config.resume:
+            check_resumable(config, Path(config.out) / "checkpoint.pt")
+    outs = [writable_folder(config.out, "out") for config in configs]
+    for config, out in zip(configs, outs, strict=True):
+        if not config.resume:
+            for name in RUN_FILES:
+                (out / name).unlink(missing_ok=True)
+    return outs
 
 
 def check_resumable(config: RunConfig, checkpoint: Path) -> None:

@@ -44,7 +44,7 @@ from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
 from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
-from sim.setup import Setup, build_trainer, prepare
+from sim.setup import Setup, build_trainer, prepare, prepare_outs
 from sim.trainer import Trainer
 
 __all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
@@ -333,7 +333,9 @@ def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]
     if first.threads:
         torch.set_num_threads(first.threads)
     data = load_dataset(first.dataset, first.data_dir)
-    setups = [prepare(c, data=data) for c in configs]
+    setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
+    for setup, out in zip(setups, prepare_outs(configs), strict=True):
+        setup.out = out
     trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
     device = setups[0].device
     engine = SweepEngine(

@@ -142,6 +142,21 @@ def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
                    RunConfig(**{**base, "tau2": -1, "out": str(tmp_path / "b")})])  # fmt: skip
     assert not (tmp_path / "a").exists()  # nothing ran: every config is checked first
+    with pytest.raises(InputError, match="does not exist"):  # found only when the point is prepared
+        missing = {"topology": f"edges:{tmp_path / 'nope'}", "out": str(tmp_path / "b")}
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}), RunConfig(**{**base, **missing})])
+    assert not (tmp_path / "a").exists()  # the first point's folder was made before the second was refused
+
+
+def test_a_refused_resume_in_a_sweep_leaves_the_other_runs_results(tiny, tmp_path) -> None:
+    """A fresh run's old files are removed only once every run of the sweep is ready to start."""
+    base = _base(tiny)
+    run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")})])
+    kept = (tmp_path / "a" / "summary.json").read_text()
+    with pytest.raises(InputError, match="expected the folder of an interrupted run"):
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "out": str(tmp_path / "b"), "resume": True})])  # fmt: skip
+    assert (tmp_path / "a" / "summary.json").read_text() == kept and not (tmp_path / "b").exists()
 
 
 @pytest.mark.parametrize("batched", [True, False])
