@@ -8,15 +8,21 @@ what was expected, never with a traceback from deep inside numpy.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "real_array"]
+__all__ = ["InputError", "absent_file", "real_array"]
 
 
 class InputError(ValueError):
     """An argument is outside the domain a formula of the paper is stated on."""
+
+
+def absent_file(path: Path) -> str:
+    """Why ``path`` is not a file a user can give, for an InputError: "is a folder" or "does not exist"."""
+    return "is a folder" if path.is_dir() else "does not exist"
 
 
 def _first_bad(values: np.ndarray, bad: np.ndarray) -> Any:

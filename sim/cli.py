@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds._checks import absent_file
 from bounds.cli_tools import OneLineParser, key_value_table
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig
@@ -114,7 +115,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
     if args.config:
         path = Path(args.config)
         if not path.is_file():
-            raise InputError(f"config file {str(path)!r} does not exist (expected a TOML file)")
+            raise InputError(f"config file {str(path)!r} {absent_file(path)} (expected a TOML file)")
         try:
             raw = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:

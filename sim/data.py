@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from bounds import InputError
+from bounds._checks import absent_file
 
 __all__ = ["MNIST_DIR", "PIXEL_LEVELS", "DataError", "Dataset", "load_dataset", "pixel_std", "through_table"]
 
@@ -186,8 +187,9 @@ def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
 def load_npz(path: Path) -> Dataset:
     """A user data set: ``x_train, y_train, x_test, y_test`` (+ optional ``node``) in one .npz."""
     if not path.is_file():
-        what = "is a folder" if path.is_dir() else "does not exist"
-        raise DataError(f"data file {str(path)!r} {what} (expected an .npz with x_train, y_train, ...)")
+        raise DataError(
+            f"data file {str(path)!r} {absent_file(path)} (expected an .npz with x_train, y_train, ...)"
+        )
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds._checks import absent_file
 from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fingerprint
 
 __all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid"]
@@ -39,7 +40,7 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     path = Path(path)
     if not path.is_file():
         raise InputError(
-            f"grid file {str(path)!r} does not exist (expected a TOML file with [base] and [grid])"
+            f"grid file {str(path)!r} {absent_file(path)} (expected a TOML file with [base] and [grid])"
         )
     try:
         raw = tomllib.loads(path.read_text())
@@ -47,8 +48,18 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         raise InputError(f"grid file {str(path)!r} is not valid TOML ({exc})") from None
     extra = [k for k in raw if k not in ("base", "grid")]
     if extra:
-        raise InputError(f"grid file {str(path)!r}: unknown table {extra[0]!r} (expected [base] and [grid])")
+        what = "unknown table" if isinstance(raw[extra[0]], dict) else "a key outside the tables:"
+        raise InputError(
+            f"grid file {str(path)!r}: {what} {extra[0]!r} (expected [base] and [grid] tables: RunConfig "
+            "fields under [base], lists of values under [grid])"
+        )
     base = {_field(path, k): v for k, v in raw.get("base", {}).items()}
+    fixed = [k for k in ("out", "resume") if k in base]
+    if fixed:
+        raise InputError(
+            f"grid file {str(path)!r}: {fixed[0]!r} in [base] is set by the sweep (expected the command's "
+            f"--{fixed[0]}: each run's folder is under --out)"
+        )
     grid: dict[str, list[Any]] = {}
     for key, values in raw.get("grid", {}).items():
         name = _field(path, key)

@@ -221,6 +221,7 @@ def test_cli_sweep_json_folders_and_resume(tiny, tmp_path, capsys) -> None:
         ("[grid]\ntau1 = [1, 0]\n", "tau1 = 0 is out of range"),
         ("[grid]\nnodes = [6]\n", "'nodes' is in [base] and in [grid]"),
         ("[grid\n", "is not valid TOML"),
+        ("[grid]\nseed = [0]\n[base.out]\n", "'out' in [base] is set by the sweep"),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
@@ -234,6 +235,12 @@ def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str
 def test_cli_sweep_missing_file(tmp_path, capsys) -> None:
     assert main(["sweep", str(tmp_path / "nope.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["sweep", str(tmp_path)]) == 2
+    assert "is a folder (expected a TOML file" in capsys.readouterr().err
+    flat = tmp_path / "flat.toml"
+    flat.write_text("steps = 8\n")  # a run's config given to sweep
+    assert main(["sweep", str(flat)]) == 2
+    assert "a key outside the tables: 'steps' (expected [base] and [grid] tables" in capsys.readouterr().err
 
 
 def test_health_of_runs_by_hand() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -130,5 +132,37 @@ def test_user_files(tmp_path) -> None:
     graph = from_edge_list(tmp_path / "edges.txt")
     assert sorted(graph.nodes) == [0, 1, 2, 3] and graph.number_of_edges() == 4
     (tmp_path / "junk.txt").write_text("a b\n")
-    with pytest.raises(InputError, match=r"is not 'u v' integer pairs"):
+    with pytest.raises(InputError, match=r"line 1: 'a b' \(expected two node ids"):
         from_edge_list(tmp_path / "junk.txt")
+
+
+def test_edge_list_files_take_commas_and_comments_and_name_a_bad_line(tmp_path) -> None:
+    """'0,1' used to read as no edges at all; '1 -1' as a node named -1 (then 'disconnected'); a weight
+    column was dropped without a word."""
+    good = tmp_path / "good.txt"
+    good.write_text("# a ring\n0,1\n1 2  # spaces\n\n2, 3\n3\t0\n")
+    assert nx.is_isomorphic(from_edge_list(good), ring(4))
+    for text, line in (("0 1\n1 -1\n", "line 2: '1 -1'"), ("0 1 0.5\n", "line 1: '0 1 0.5'"),
+                       ("0 1\nzero one\n", "line 2: 'zero one'")):  # fmt: skip
+        bad = tmp_path / "bad.txt"
+        bad.write_text(text)
+        with pytest.raises(InputError, match=f"{line} \\(expected two node ids, integers >= 0"):
+            from_edge_list(bad)
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    with pytest.raises(InputError, match="has no edges"):
+        from_edge_list(tmp_path / "empty.txt")
+    with pytest.raises(InputError, match="is a folder"):
+        from_edge_list(tmp_path)
+
+
+def test_matrix_text_files_take_commas_whatever_the_suffix_and_refuse_an_empty_file(tmp_path) -> None:
+    C = mixing_matrix(ring(5), "paper")
+    (tmp_path / "c.txt").write_text("\n".join(",".join(repr(float(v)) for v in row) for row in C) + "\n")
+    np.testing.assert_array_equal(load_matrix(tmp_path / "c.txt"), C)
+    (tmp_path / "empty.txt").write_text("")
+    with warnings.catch_warnings():  # numpy's "input contained no data" warning used to reach users
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match="holds no numbers"):
+            load_matrix(tmp_path / "empty.txt")
+    with pytest.raises(InputError, match="is a folder"):
+        load_matrix(tmp_path)

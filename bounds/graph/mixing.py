@@ -24,6 +24,7 @@ for N > ``SPARSE_FROM_NODES``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import InputError
+from bounds._checks import InputError, absent_file
 
 __all__ = [
     "RULES",
@@ -240,20 +241,24 @@ def load_matrix(path: str | Path) -> Matrix:
     """
     file = Path(path)
     if not file.is_file():
-        raise InputError(f"matrix file {str(file)!r} does not exist")
+        raise InputError(f"matrix file {str(file)!r} {absent_file(file)} (expected .npy, .npz or text)")
     try:
         if file.suffix == ".npy":
             C = np.load(file, allow_pickle=False)
         elif file.suffix == ".npz":
             with np.load(file, allow_pickle=False) as archive:
                 C = archive["C"] if "C" in archive.files else sp.load_npz(file)
-        else:
-            C = np.loadtxt(file, delimiter="," if file.suffix == ".csv" else None, ndmin=2)
-    except (OSError, ValueError, KeyError) as exc:
+        else:  # text: rows of numbers separated by whitespace and/or commas, whatever the suffix
+            lines = file.read_text().replace(",", " ").splitlines()
+            rows = [row for row in lines if row.split("#")[0].strip()]
+            C = np.loadtxt(rows, ndmin=2) if rows else np.zeros((0, 0))
+    except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
         raise InputError(
             f"matrix file {str(file)!r} could not be read as an N x N matrix "
             f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): {exc}"
         ) from None
+    if math.prod(C.shape) == 0:  # (a 0-d array has one number: check_mixing_matrix refuses it)
+        raise InputError(f"matrix file {str(file)!r} holds no numbers (expected N rows of N numbers)")
     return check_mixing_matrix(C)
 
 

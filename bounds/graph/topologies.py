@@ -14,13 +14,14 @@ Metropolis-Hastings weights. Its zeta is 0.8496, which rounds to 0.85.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 
-from bounds._checks import InputError
+from bounds._checks import InputError, absent_file
 
 __all__ = [
     "TOPOLOGIES",
@@ -134,20 +135,16 @@ def erdos_renyi(nodes: int, p: float | None = None, seed: int = 0, max_tries: in
 
 
 def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Graph:
-    """A user graph from an edge list file (two integer node ids per line) or a list of pairs.
+    """A user graph from an edge list file or a list of pairs.
 
-    Nodes are relabelled 0..N-1 in sorted order of their ids.
+    The file holds one edge per line: two node ids, integers >= 0, separated by whitespace or a comma
+    (``0 1`` or ``0,1``); blank lines and ``#`` comments are skipped. Weights are not read (a third
+    column is refused: give a weighted C as ``matrix:PATH``). Nodes are relabelled 0..N-1 in sorted
+    order of their ids.
     """
     if isinstance(path_or_edges, str | Path):
-        file = Path(path_or_edges)
-        if not file.is_file():
-            raise InputError(f"edge list file {str(file)!r} does not exist")
-        try:
-            graph = nx.read_edgelist(file, nodetype=int, data=False)
-        except (TypeError, ValueError, IndexError) as exc:
-            raise InputError(
-                f"edge list file {str(file)!r} is not 'u v' integer pairs, one per line ({exc})"
-            ) from None
+        graph = nx.Graph()
+        graph.add_edges_from(_read_edges(Path(path_or_edges)))
     else:
         graph = nx.Graph()
         graph.add_edges_from(path_or_edges)
@@ -155,6 +152,31 @@ def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Grap
         raise InputError("the edge list has no edges (expected at least one 'u v' pair)")
     graph.remove_edges_from(nx.selfloop_edges(graph))
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
+
+
+def _read_edges(file: Path) -> list[tuple[int, int]]:
+    """The (u, v) pairs of an edge list file (see :func:`from_edge_list`); InputError naming the first bad
+    line."""
+    if not file.is_file():
+        raise InputError(
+            f"edge list file {str(file)!r} {absent_file(file)} (expected a text file of 'u v' lines)"
+        )
+    try:
+        lines = file.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"edge list file {str(file)!r} is not readable text ({exc})") from None
+    edges = []
+    for number, line in enumerate(lines, 1):
+        fields = [f for f in re.split(r"[,\s]+", line.split("#")[0].strip()) if f]
+        if not fields:
+            continue
+        if len(fields) != 2 or not all(re.fullmatch(r"\d+", f) for f in fields):
+            raise InputError(
+                f"edge list file {str(file)!r}, line {number}: {line.strip()!r} (expected two node ids, "
+                "integers >= 0, such as '0 1' or '0,1'; weights are not read: give C as matrix:PATH)"
+            )
+        edges.append((int(fields[0]), int(fields[1])))
+    return edges
 
 
 TOPOLOGIES: dict[str, Callable[[int], nx.Graph]] = {

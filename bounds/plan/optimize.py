@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
+from bounds._checks import MAX_EXACT_INTEGER, InputError, real_array
 from bounds.dfl import formulas as f
 from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
@@ -52,8 +52,6 @@ REFUTED = {
 }
 _BISECTION_STEPS = 80
 MAX_GRID_CELLS = 4_000_000  # (tau1, tau2) cells: ~100 bytes each across the grid's arrays
-MAX_STEPS = 2**53  # T = K (tau1 + tau2) of a cell: beyond, float64 no longer counts steps exactly (and int64
-# casts of larger budgets wrapped round to negative step counts)
 
 
 @dataclass(frozen=True)
@@ -278,10 +276,10 @@ def budget_grid(
         rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
     feasible = rounds >= 1
     most = float(np.max(np.where(feasible, rounds * (tau1 + tau2), 0)))
-    if most > MAX_STEPS:
+    if most > MAX_EXACT_INTEGER:  # T = K (tau1 + tau2): int64 casts of larger budgets wrapped round to < 0
         raise InputError(
-            f"the budget allows {most:.3g} steps (expected at most 2^53 = {MAX_STEPS:.3g}, which float64 "
-            "counts exactly; lower the budget)"
+            f"the budget allows {most:.3g} steps (expected at most 2^53 = {MAX_EXACT_INTEGER:.3g}, which "
+            "float64 counts exactly; lower the budget)"
         )
     if not feasible.any():
         cheapest = cost.t_comp + cost.t_comm
