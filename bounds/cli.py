@@ -34,7 +34,7 @@ from typing import Any
 from bounds._checks import InputError
 from bounds.cdfl.compression import COMPRESSORS, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
-from bounds.cli_tools import OneLineParser, key_value_table
+from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
 from bounds.dfl import symbolic
 from bounds.dfl.proposition1 import dfl_bound
 from bounds.graph.mixing import RULES, as_dense, topology_matrix
@@ -459,6 +459,7 @@ def _build_parser() -> OneLineParser:
     return parser
 
 
+@pipe_safe
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-bounds`` / ``python -m bounds``; returns the exit code."""
     parser = _build_parser()

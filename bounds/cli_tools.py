@@ -1,4 +1,5 @@
-"""What the four command-line tools share: an argument parser that fails in one line, and tables.
+"""What the four command-line tools share: an argument parser that fails in one line, tables, and an
+entry point that ends quietly when its reader closes the pipe.
 
 ``dfl-bounds``, ``dfl-sim``, ``dfl-check`` and ``dfl-plot`` report a bad argument as
 ``PROG: error: MESSAGE`` on one line and exit 2 (argparse's default prints the usage first).
@@ -7,12 +8,36 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from bounds._checks import InputError
 
-__all__ = ["OneLineParser", "key_value_table", "rows_table", "writable_folder"]
+__all__ = ["OneLineParser", "key_value_table", "pipe_safe", "rows_table", "writable_folder"]
+
+SIGPIPE_STATUS = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
+
+
+def pipe_safe(main: Callable[..., int]) -> Callable[..., int]:
+    """A CLI's ``main`` whose output may be cut off by its reader (``dfl-bounds ... | head``): it ends with
+    status 141, as a process killed by SIGPIPE does, not with a BrokenPipeError traceback (the Python
+    documentation's recipe: stdout pointed at /dev/null, so that the flush at exit cannot fail again)."""
+
+    @functools.wraps(main)
+    def wrapped(*args: Any, **kwargs: Any) -> int:
+        try:
+            code = main(*args, **kwargs)
+            sys.stdout.flush()
+            return code
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return SIGPIPE_STATUS
+
+    return wrapped
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser
+from bounds.cli_tools import OneLineParser, pipe_safe
 from plots.figures import RUN_PANELS, run_curves, save
 
 IGNORED_SETTINGS = (
@@ -72,11 +72,13 @@ def labels(folders: list[Path]) -> list[str]:
     ]
 
 
+@pipe_safe
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
     parser.add_argument("runs", nargs="+", help="run folders (each with metrics.csv)")
     parser.add_argument("--x", choices=("step", "model_time"), default="step", help="horizontal axis")
-    parser.add_argument("--out", help="output file (default RUN_DIR/curves.png and .pdf)")
+    out = "output file; its suffix picks the format (png, pdf, svg, ...), without one NAME.png and NAME.pdf"
+    parser.add_argument("--out", help=out + " (default RUN_DIR/curves.png and .pdf)")
     args = parser.parse_args(argv)
     folders = [Path(f) for f in args.runs]
     try:

@@ -36,11 +36,18 @@ RUN_PANELS = (
 )
 
 
+FIGURE_FORMATS = (".png", ".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
+
+
 def save(fig: Figure, path: str | Path) -> list[Path]:
-    """Write ``path`` as .png and .pdf; returns both paths."""
-    base = Path(path).with_suffix("")
-    base.parent.mkdir(parents=True, exist_ok=True)
-    out = [base.with_suffix(".png"), base.with_suffix(".pdf")]
+    """Write ``path`` in the format its suffix names (one of FIGURE_FORMATS), or, without such a suffix,
+    as ``path.png`` and ``path.pdf``; returns the paths written. (``x.svg`` used to give x.png and x.pdf.)"""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() in FIGURE_FORMATS:
+        out = [path]
+    else:  # the whole name is the stem: a name such as 'eta=0.002' keeps its '.002'
+        out = [path.with_name(path.name + ".png"), path.with_name(path.name + ".pdf")]
     for p in out:
         fig.savefig(p, dpi=130, bbox_inches="tight")
     plt.close(fig)

@@ -26,7 +26,7 @@ from typing import Any
 
 from bounds import InputError
 from bounds._checks import absent_file
-from bounds.cli_tools import OneLineParser, key_value_table
+from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig
 from sim.errors import RunInterrupted, SimulationError
@@ -71,7 +71,8 @@ _HELP = {
     "checkpoint_every": "write checkpoint.pt every this many steps (default 100)",
     "checkpoint_seconds": "and at least every this many seconds (default 60)",
     "save_params": "write the final node models to params.npz",
-    "init_params": "start every node from this params.npz (from --save-params)",
+    "init_params": "start every node from the average of the node models in this params.npz (from "
+    "--save-params; any number of nodes)",
     "resume": "continue from the checkpoint in --out (refused if the settings differ, but --steps)",
     "allow_change": "with --resume: fields that may differ from the checkpoint's (comma-separated: eta, "
     "t_comp, t_comm, latency, bandwidth; --steps may always grow)",
@@ -320,6 +321,7 @@ def _parser() -> OneLineParser:
     return parser
 
 
+@pipe_safe
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-sim`` / ``python -m sim``; returns the exit code."""
     parser = _parser()

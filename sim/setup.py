@@ -70,7 +70,8 @@ def learning_rate(config: RunConfig) -> float | Callable[[int], float]:
 
 
 def initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> torch.Tensor:
-    """x_0, the same on every node: --init-params, zeros for linear models, else the model's init."""
+    """x_0, the same on every node: --init-params (the mean of the node models it holds), zeros for linear
+    models, else the model's init."""
     if config.init_params:
         path = Path(config.init_params)
         if not path.is_file():
@@ -89,8 +90,8 @@ def initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> to
             )
         with f:
             try:
-                arrays = [
-                    torch.as_tensor(f[n]).reshape(-1, *s)[0]
+                arrays = [  # the mean of the saved node models: u, the model the run's final metrics report
+                    torch.as_tensor(f[n]).double().reshape(-1, *s).mean(0)
                     for n, s in zip(stack.names, stack.shapes, strict=True)
                 ]
             except (KeyError, RuntimeError, ValueError, TypeError) as exc:

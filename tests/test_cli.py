@@ -337,3 +337,15 @@ def test_compare_rows(capsys) -> None:
 def test_cdfl_errors(capsys, extra: list[str], fragment: str) -> None:
     code, _, err = run(capsys, *CDFL, *extra)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
+
+
+def test_a_closed_pipe_ends_quietly_with_sigpipe_status() -> None:
+    """`dfl-bounds ... | head` used to end in a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-m", "bounds", "topology", "ring", "--nodes", "10"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    child.stdout.close()  # the reader is gone before the child (a second of imports) prints
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 141 and err == b""

@@ -26,6 +26,10 @@ def test_dfl_plot_draws_a_run(tmp_path, capsys) -> None:
     ).to_csv(run / "metrics.csv", index=False)
     assert main([str(run)]) == 0
     assert (run / "curves.png").stat().st_size > 10_000 and (run / "curves.pdf").is_file()
+    assert main([str(run), "--out", str(tmp_path / "mine.svg")]) == 0  # used to write mine.png and mine.pdf
+    assert [p.name for p in tmp_path.glob("mine*")] == ["mine.svg"]
+    assert main([str(run), "--out", str(tmp_path / "eta=0.002")]) == 0  # no format suffix: the whole name
+    assert sorted(p.name for p in tmp_path.glob("eta*")) == ["eta=0.002.pdf", "eta=0.002.png"]
     assert main([str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
 

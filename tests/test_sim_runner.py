@@ -285,3 +285,15 @@ def test_normalisation_tables_give_the_formulas_floats() -> None:
     assert np.array_equal(through_table(x, table.astype(np.float32)).numpy(), direct)
     wrong = table[::-1].copy()  # channels swapped: the check can fail
     assert not np.array_equal(through_table(x, wrong.astype(np.float32)).numpy(), direct)
+
+
+def test_init_params_start_from_the_average_of_the_saved_node_models(tiny, tmp_path) -> None:
+    """It used to take node 0's model, whatever the number of nodes saved."""
+    from sim.setup import prepare
+
+    run(config(tiny, tmp_path, save_params=True, out=str(tmp_path / "first")))
+    saved = np.load(tmp_path / "first" / "params.npz")
+    rows = np.concatenate([saved[k].reshape(6, -1) for k in saved.files], axis=1)
+    assert not np.allclose(rows[0], rows.mean(0))  # the nodes differ: node 0 is not the average
+    s = prepare(config(tiny, tmp_path, nodes=4, init_params=str(tmp_path / "first" / "params.npz")))
+    np.testing.assert_allclose(s.x0.numpy(), rows.mean(0), rtol=1e-6, atol=1e-7)

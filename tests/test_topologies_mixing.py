@@ -166,3 +166,18 @@ def test_matrix_text_files_take_commas_whatever_the_suffix_and_refuse_an_empty_f
             load_matrix(tmp_path / "empty.txt")
     with pytest.raises(InputError, match="is a folder"):
         load_matrix(tmp_path)
+
+
+def test_graphs_too_large_to_hold_are_refused_before_they_are_built() -> None:
+    """A 200,000-node complete graph (2e10 edges) used to run until the memory ran out."""
+    from bounds.graph.topologies import MAX_EDGES
+
+    with pytest.raises(InputError, match=r"'complete' on nodes = 200,000 has up to 2e\+10 edges"):
+        make_graph("complete", 200_000)
+    with pytest.raises(InputError, match="'ring' on nodes = 100,000,000"):
+        make_graph("ring", 10**8)
+    largest = int((1 + (1 + 8 * MAX_EDGES) ** 0.5) / 2)  # the largest complete graph within the cap
+    with pytest.raises(InputError, match="has up to"):
+        make_graph("complete", largest + 1)
+    with pytest.raises(InputError, match="'erdos-renyi' on nodes = 20,000 has up to 2e\\+08"):  # p given
+        make_graph("erdos-renyi", 20_000, p=1.0)
