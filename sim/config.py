@@ -8,12 +8,15 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from bounds import InputError
+from bounds.cdfl.compression import COMPRESSORS
 from sim.algorithms import (
     algorithm,
     resolve_schedule,
 )
+from sim.partition import PARTITIONS
 
 __all__ = [
+    "MODELS",
     "NOT_IN_FINGERPRINT",
     "PLAN_CHOOSES",
     "RESUMABLE_CHANGES",
@@ -22,6 +25,8 @@ __all__ = [
     "check_device",
     "fingerprint",
 ]
+
+MODELS = ("cnn", "logreg", "lstsq")  # sim.models builds them
 
 SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
 # (sim.sweep stacks runs of one data set and model, on one device, in one process)
@@ -147,6 +152,23 @@ class RunConfig:
             )
         check_device(self.device)
         resolve_schedule(self.algorithm, self.tau1, self.tau2)
+        self._check_names()
+
+    def _check_names(self) -> None:
+        """The names of the model, data set, partition and compressor (here, before torch loads: a refused
+        name answers at once)."""
+        if self.model not in MODELS:
+            raise InputError(f"model = {self.model!r} is unknown (expected one of: {', '.join(MODELS)})")
+        if self.dataset not in ("mnist", "cifar10") and not self.dataset.startswith("npz:"):
+            raise InputError(f"dataset = {self.dataset!r} is unknown (expected mnist, cifar10 or npz:PATH)")
+        if self.partition not in PARTITIONS:
+            raise InputError(
+                f"partition = {self.partition!r} is unknown (expected one of: {', '.join(PARTITIONS)})"
+            )
+        if self.compressor not in COMPRESSORS:
+            raise InputError(
+                f"compressor = {self.compressor!r} is unknown (expected one of: {', '.join(COMPRESSORS)})"
+            )
 
     def _check_types(self) -> None:
         """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""

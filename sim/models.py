@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from bounds import InputError
+from sim.config import MODELS
 
 __all__ = [
     "CHANNELS_LAST_DEVICES",
@@ -193,9 +194,6 @@ class LogReg(nn.Module):
 
 class LeastSquares(LogReg):
     """Linear regression of the one-hot label (same layer as LogReg, squared loss)."""
-
-
-MODELS = ("cnn", "logreg", "lstsq")
 
 
 def make_model(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
