@@ -134,10 +134,11 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
     )
-    largest = max(len(p) for p in parts)
-    if config.batch_size > largest:  # drawn with replacement, so it could run: surely meant 0, or a typo
+    if config.batch_size > len(data.y_train):  # drawn with replacement, beyond a node's own part too (many
+        # nodes with few samples each); beyond the whole training set surely a typo (99999999999 asked
+        # torch for 4 TB)
         raise InputError(
-            f"batch_size = {config.batch_size} is more than any node holds (the largest part has {largest} "
+            f"batch_size = {config.batch_size} is more than the whole training set ({len(data.y_train)} "
             "samples; expected at most that, or 0 for the full local data)"
         )
     torch.manual_seed(config.seed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import networkx as nx
@@ -181,3 +182,18 @@ def test_graphs_too_large_to_hold_are_refused_before_they_are_built() -> None:
         make_graph("complete", largest + 1)
     with pytest.raises(InputError, match="'erdos-renyi' on nodes = 20,000 has up to 2e\\+08"):  # p given
         make_graph("erdos-renyi", 20_000, p=1.0)
+
+
+def test_large_erdos_renyi_graphs_are_drawn_in_linear_time_and_small_ones_as_before() -> None:
+    """gnp_random_graph draws all N^2 / 2 pairs (100,000 nodes took minutes); above FAST_GNP_ABOVE nodes the
+    O(N + edges) draw of the same distribution is used."""
+    from bounds.graph.topologies import FAST_GNP_ABOVE
+
+    n = FAST_GNP_ABOVE + 1
+    graph = erdos_renyi(n, seed=3)
+    expected = 2 * math.log(n) / n * n * (n - 1) / 2
+    assert nx.is_connected(graph) and abs(graph.number_of_edges() - expected) < 5 * expected**0.5
+    seed = int(np.random.default_rng(3).integers(2**32))  # the first draw: connected at this size
+    assert nx.utils.graphs_equal(
+        erdos_renyi(500, seed=3), nx.gnp_random_graph(500, 2 * math.log(500) / 500, seed)
+    )
