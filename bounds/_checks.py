@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "absent_file", "real_array"]
+__all__ = ["InputError", "absent_file", "broadcastable", "real_array"]
 
 
 class InputError(ValueError):
@@ -57,10 +57,21 @@ def real_array(
     Raises:
         InputError: with the offending value and the expected domain.
     """
-    if isinstance(value, bool | np.bool_) or getattr(value, "dtype", None) == np.bool_:
-        raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
+    if value is None:
+        raise InputError(f"{name} = None is not a number (expected a real number)")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nested lists
+        raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
+    if raw.dtype.kind == "b":
+        raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
+    if raw.dtype.kind in "USc":  # '1' and b'1' would convert; a complex number would lose its imaginary part
+        what = "a complex number" if raw.dtype.kind == "c" else "a string"
+        raise InputError(f"{name} = {value!r} is {what} (expected a real number)")
+    if raw.size == 0:
+        raise InputError(f"{name} = {value!r} is empty (expected a number or a non-empty array)")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
     if np.isnan(arr).any():
@@ -89,6 +100,24 @@ def real_array(
         if above.any():
             raise InputError(f"{name} = {_num(_first_bad(arr, above))} is out of range ({expected})")
     return arr
+
+
+def broadcastable(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` (name -> validated array), after checking that their shapes broadcast together; else an
+    InputError naming the first argument whose shape does not fit the ones before it."""
+    shape: tuple[int, ...] = ()
+    seen: list[str] = []
+    for name, arr in arrays.items():
+        try:
+            shape = np.broadcast_shapes(shape, arr.shape)
+        except ValueError:
+            raise InputError(
+                f"{name} has shape {arr.shape}, which does not broadcast with {', '.join(seen)} (expected "
+                "array arguments of broadcastable shapes)"
+            ) from None
+        if arr.ndim:
+            seen.append(f"{name} {arr.shape}")
+    return arrays
 
 
 def _num(x: float) -> str:

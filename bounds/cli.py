@@ -112,6 +112,10 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
         if getattr(args, "beta", None) is not None:
             out["beta_mix"] = args.beta
         return args.zeta
+    if getattr(args, "beta", None) is not None:
+        raise InputError(
+            f"--beta {args.beta:g} and --topology: the topology gives beta_mix (expected one of them)"
+        )
     args.name = args.topology
     summary, _ = _spectrum(args)
     if summary.nodes != args.nodes:
@@ -132,6 +136,10 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(
             f"--compressor {args.compressor}: Proposition 1 assumes exact gossip, so compression would only "
             "change the cost, not the bound (use --bound cdfl to optimise C-DFL with Lemma 13)"
+        )
+    if args.t_comm is not None and (args.latency is not None or args.bandwidth is not None):
+        raise InputError(
+            "--t-comm and --latency/--bandwidth both give the gossip cost (expected one of them)"
         )
     if args.t_comm is not None:
         cost = CostModel(args.t_comp, args.t_comm)
@@ -204,6 +212,10 @@ def _delta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
         if args.delta is None:
             raise InputError("the compression ratio is missing (expected --delta, or --compressor and --dim)")
         return args.delta
+    if args.delta is not None:
+        raise InputError(
+            f"--delta {args.delta:g} and --compressor: the compressor gives delta (expected one of them)"
+        )
     if args.dim is None:
         raise InputError(f"--compressor {args.compressor} needs --dim (the model dimension d)")
     q = make_compressor(args.compressor, args.compressor_param)

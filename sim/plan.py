@@ -183,7 +183,7 @@ def _dfl_grid(
         zeta=constants["zeta"], cost=CostModel(config.t_comp, config.t_comm),
         budget_seconds=settings.budget_seconds,
         max_tau1=settings.max_tau1, max_tau2=settings.max_tau2, bound=bound,
-        heterogeneity=constants["heterogeneity"], eta=settings.eta,
+        heterogeneity=constants["heterogeneity"] if bound == "non-iid" else 0.0, eta=settings.eta,
     )  # fmt: skip
     if not result.success:
         raise InputError(f"no configuration to plan: {result.message}")

@@ -318,6 +318,9 @@ def test_compare_rows(capsys) -> None:
     assert "not comparable" in rows[5]["note"]
 
 
+TOP_K_50 = ("--compressor", "top_k", "--compressor-param", "50", "--dim", "100")
+
+
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
@@ -331,6 +334,14 @@ def test_compare_rows(capsys) -> None:
         (
             ["--topology", "ring", "--compressor", "top_k", "--compressor-param", "200", "--dim", "100"],
             "k = 200 exceeds the dimension d = 100",
+        ),
+        (
+            ["--topology", "ring", "--beta", "5", "--delta", "0.5"],
+            "--beta 5 and --topology: the topology gives",
+        ),
+        (
+            ["--zeta", "0.87", "--beta", "1.3", "--delta", "0.89", *TOP_K_50],
+            "--delta 0.89 and --compressor: the compressor gives delta",
         ),
     ],
 )
@@ -349,3 +360,11 @@ def test_a_closed_pipe_ends_quietly_with_sigpipe_status() -> None:
     child.stdout.close()  # the reader is gone before the child (a second of imports) prints
     _, err = child.communicate(timeout=120)
     assert child.returncode == 141 and err == b""
+
+
+def test_optimize_refuses_two_gossip_costs(capsys) -> None:
+    """--t-comm used to win silently over --latency / --bandwidth."""
+    problem = ("--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.87", "--t-comp", "1")
+    costs = ("--t-comm", "0.5", "--latency", "0.1", "--bandwidth", "1e6", "--dim", "100")
+    code, _, err = run(capsys, "optimize", *problem, *costs, "--budget-seconds", "100")
+    assert code == 2 and "--t-comm and --latency/--bandwidth both give the gossip cost" in err

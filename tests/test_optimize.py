@@ -193,3 +193,29 @@ def test_cli_non_iid_bound_takes_the_heterogeneity_and_other_bounds_refuse_it(ca
     assert values[1] == pytest.approx(direct.bound, rel=1e-12) and values[1] > values[0]
     assert main([*argv, "--heterogeneity", "4"]) == 2
     assert "--heterogeneity 4 needs --bound non-iid" in capsys.readouterr().err
+
+
+def test_optimize_dfl_refuses_what_it_would_silently_misuse() -> None:
+    """A heterogeneity the bound has no term for, and a C of another size, used to be accepted (the
+    answer then that of varsigma^2 = 0, or of another graph); a fixed eta above every eta_max blamed zeta."""
+    from bounds import make_graph, mixing_matrix
+
+    problem = dict(L=1, sigma2=1, N=10, gap=1, cost=CostModel(1.0, 0.5), budget_seconds=1e4, max_tau1=10,
+                   max_tau2=10)  # fmt: skip
+    with pytest.raises(InputError, match="heterogeneity = 5 needs bound 'non-iid'"):
+        optimize_dfl(**problem, zeta=0.87, heterogeneity=5)
+    with pytest.raises(InputError, match="C is 5 x 5 but N = 10"):
+        optimize_dfl(**problem, C=mixing_matrix(make_graph("ring", 5)))
+    r = optimize_dfl(**problem, zeta=0.87, eta=0.5)
+    assert not r.success and "eta = 0.5 is above eta_max of every cell, the largest 0.10" in r.message
+    assert "zeta = 1" in optimize_dfl(**problem, zeta=1.0).message
+
+
+def test_bound_grid_refuses_an_array_beside_its_mesh() -> None:
+    """L = [1, 2] used to pair with the mesh's last axis (zeta): g.bound[0, 0, 1] was the bound at L = 2."""
+    from bounds import bound_grid
+
+    with pytest.raises(InputError, match=r"L = \[1, 2\] is not a single number"):
+        bound_grid(
+            tau1=[1, 2], tau2=[1, 2, 3], zeta=[0.5, 0.8], L=[1, 2], sigma2=1, N=10, eta=0.01, T=6000, gap=1
+        )

@@ -178,14 +178,18 @@ def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypa
 
 
 def test_device_reaches_the_simulations(tmp_path, capsys) -> None:
-    """--device goes into every run's config: without CUDA, a CUDA run says so (and is not cached)."""
+    """The device goes into every run's config: without CUDA, a CUDA run says so (and is not cached); the
+    CLI refuses such a --device before anything runs (exit 2, one line)."""
     import torch
+
+    from paper_checks.report import run_checks
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the refusal cannot be observed")
-    assert main(["--out", str(tmp_path), "--only", "fig8-zeta", "--device", "cuda", "--json"]) == 0
-    (result,) = json.loads(capsys.readouterr().out)
+    (result,) = run_checks(["fig8-zeta"], True, tmp_path, None, "cuda", workers=1)
     assert result["status"] == "could not run" and "no CUDA device is available" in result["summary"]
+    assert main(["--out", str(tmp_path), "--only", "fig8-zeta", "--device", "cuda", "--json"]) == 2
+    assert "device = 'cuda' but no CUDA device is available" in capsys.readouterr().err
 
 
 def test_a_figure_that_fails_does_not_lose_the_report(tmp_path, monkeypatch) -> None:

@@ -177,7 +177,14 @@ def test_violated_condition_and_uneven_tail_are_explained() -> None:
         ({"N": 0}, r"N = 0 is out of range"),
         ({"L": float("nan")}, r"L is NaN"),
         ({"T": float("inf")}, r"T = inf is not finite"),
-        ({"gap": "x"}, r"gap = 'x' is not a number"),
+        ({"gap": "x"}, r"gap = 'x' is a string \(expected a real number\)"),
+        ({"gap": "1"}, r"gap = '1' is a string"),  # it used to convert to 1.0
+        ({"T": []}, r"T = \[\] is empty"),
+        ({"L": None}, r"L = None is not a number"),
+        (
+            {"L": [1, 2], "sigma2": [1, 2, 3]},
+            r"sigma2 has shape \(3,\), which does not broadcast with L \(2,\)",
+        ),
         ({"zeta": [0.5, 2.0]}, r"zeta = 2 is out of range"),
     ],
 )

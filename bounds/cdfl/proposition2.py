@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
+from bounds._checks import InputError, broadcastable, real_array
 from bounds.cdfl import formulas as cf
 from bounds.result import Result, scalar_or_array
 
@@ -116,20 +116,22 @@ def cdfl_bound(
     >>> round(r.p, 8), bool(r.conditions_ok)
     (9.881e-05, True)
     """
-    v = {
-        "L": real_array("L", L, low=0, low_open=True),
-        "mu": real_array("mu", mu, low=0, low_open=True),
-        "sigma2_bar": real_array("sigma2_bar", sigma2_bar, low=0),
-        "G2": real_array("G2", G2, low=0),
-        "N": real_array("N", N, low=1, integer=True),
-        "tau1": real_array("tau1", tau1, low=1, integer=True),
-        "tau2": real_array("tau2", tau2, low=0, integer=True),
-        "K": real_array("K", K, low=1, integer=True),
-        "zeta": real_array("zeta", zeta, low=0, high=1, high_open=True),
-        "delta": real_array("delta", delta, low=0, low_open=True, high=1),
-        "beta_mix": real_array("beta_mix", beta_mix, low=0, high=2),
-        "alpha": real_array("alpha", alpha, low=0, low_open=True),
-    }
+    v = broadcastable(
+        {
+            "L": real_array("L", L, low=0, low_open=True),
+            "mu": real_array("mu", mu, low=0, low_open=True),
+            "sigma2_bar": real_array("sigma2_bar", sigma2_bar, low=0),
+            "G2": real_array("G2", G2, low=0),
+            "N": real_array("N", N, low=1, integer=True),
+            "tau1": real_array("tau1", tau1, low=1, integer=True),
+            "tau2": real_array("tau2", tau2, low=0, integer=True),
+            "K": real_array("K", K, low=1, integer=True),
+            "zeta": real_array("zeta", zeta, low=0, high=1, high_open=True),
+            "delta": real_array("delta", delta, low=0, low_open=True, high=1),
+            "beta_mix": real_array("beta_mix", beta_mix, low=0, high=2),
+            "alpha": real_array("alpha", alpha, low=0, low_open=True),
+        }
+    )
     if (v["mu"] > v["L"]).any():
         raise InputError(f"mu = {mu} exceeds L = {L} (expected 0 < mu <= L)")
     kappa = v["L"] / v["mu"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import real_array
+from bounds._checks import InputError, broadcastable, real_array
 from bounds.dfl import formulas as f
 from bounds.result import Result, scalar_or_array
 
@@ -114,20 +114,23 @@ class DFLBound(Result):
 
 
 def _validated(**kw: Any) -> dict[str, np.ndarray]:
-    """Each argument of :func:`dfl_bound` as a float array, checked against its domain."""
-    return {
-        "L": real_array("L", kw["L"], low=0, low_open=True),
-        "sigma2": real_array("sigma2", kw["sigma2"], low=0),
-        "N": real_array("N", kw["N"], low=1, integer=True),
-        "eta": real_array("eta", kw["eta"], low=0, low_open=True),
-        "tau1": real_array("tau1", kw["tau1"], low=1, integer=True),
-        "tau2": real_array("tau2", kw["tau2"], low=0, integer=True),
-        "zeta": real_array("zeta", kw["zeta"], low=0, high=1),
-        "T": real_array("T", kw["T"], low=1, integer=True),
-        "gap": real_array("gap", kw["gap"], low=0),
-        "beta_var": real_array("beta_var", kw["beta_var"], low=0),
-        "heterogeneity": real_array("heterogeneity", kw["heterogeneity"], low=0),
-    }
+    """Each argument of :func:`dfl_bound` as a float array, checked against its domain (and the arrays
+    against each other's shapes)."""
+    return broadcastable(
+        {
+            "L": real_array("L", kw["L"], low=0, low_open=True),
+            "sigma2": real_array("sigma2", kw["sigma2"], low=0),
+            "N": real_array("N", kw["N"], low=1, integer=True),
+            "eta": real_array("eta", kw["eta"], low=0, low_open=True),
+            "tau1": real_array("tau1", kw["tau1"], low=1, integer=True),
+            "tau2": real_array("tau2", kw["tau2"], low=0, integer=True),
+            "zeta": real_array("zeta", kw["zeta"], low=0, high=1),
+            "T": real_array("T", kw["T"], low=1, integer=True),
+            "gap": real_array("gap", kw["gap"], low=0),
+            "beta_var": real_array("beta_var", kw["beta_var"], low=0),
+            "heterogeneity": real_array("heterogeneity", kw["heterogeneity"], low=0),
+        }
+    )
 
 
 def dfl_bound(
@@ -320,5 +323,11 @@ def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
     >>> g.bound.shape
     (2, 3, 2)
     """
+    for name, value in scalars.items():  # an array would pair with the mesh's last axis, not make its own
+        if np.ndim(value) != 0:
+            raise InputError(
+                f"{name} = {value!r} is not a single number (expected the mesh's axes in tau1, tau2 and zeta "
+                "only; for other axes call dfl_bound with broadcastable arrays)"
+            )
     t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta), indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)

@@ -182,6 +182,9 @@ def optimize_dfl(
     if C is not None:
         from bounds.graph.spectral import zeta as zeta_of
 
+        size = np.shape(C)[0] if np.ndim(C) else None
+        if size != N:
+            raise InputError(f"C is {size} x {size} but N = {N} (expected a mixing matrix of the N nodes)")
         zeta = zeta_of(C)
     z = float(real_array("zeta", zeta, low=0, high=1))
     v2 = float(real_array("heterogeneity", heterogeneity, low=0))
@@ -189,6 +192,10 @@ def optimize_dfl(
     bound = ALIASES.get(bound, bound)
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
+    if v2 > 0 and bound != "non-iid":
+        raise InputError(
+            f"heterogeneity = {v2:g} needs bound 'non-iid' (the bound {bound!r} has no heterogeneity term)"
+        )
     tau1, tau2, rounds, feasible = budget_grid(
         cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2
     )
@@ -232,9 +239,14 @@ def optimize_dfl(
         "bound": value,
     }
     if not np.isfinite(value).any():
-        return OptimizeResult.nothing_finite(
-            "no (tau1, tau2) gives a finite bound (zeta = 1: the graph never mixes)", grid
-        )
+        if z >= 1:
+            why = "zeta = 1: the graph never mixes"
+        elif fixed is not None and (eta_max[feasible] > 0).any():
+            largest = float(np.max(eta_max[feasible]))
+            why = f"eta = {fixed:g} is above eta_max of every cell, the largest {largest:.4g}"
+        else:
+            why = "eta_max is 0 in every cell"
+        return OptimizeResult.nothing_finite(f"no (tau1, tau2) gives a finite bound ({why})", grid)
     at, cells = pick(grid, value, runners_up)
     notes = [REFUTED[bound]] if bound in REFUTED else []
     if at["eta"] >= at["eta_max"]:
