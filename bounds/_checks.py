@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "absent_file", "broadcastable", "real_array"]
+__all__ = ["InputError", "absent_file", "broadcastable", "real_array", "whole_numbers"]
 
 
 class InputError(ValueError):
@@ -100,6 +100,13 @@ def real_array(
         if above.any():
             raise InputError(f"{name} = {_num(_first_bad(arr, above))} is out of range ({expected})")
     return arr
+
+
+def whole_numbers(a: np.ndarray) -> bool:
+    """Whether ``a`` holds integers: of an integer or boolean dtype, or finite floats without a fraction."""
+    return a.dtype.kind in "biu" or (
+        a.dtype.kind == "f" and bool(np.isfinite(a).all() and (a == np.round(a)).all())
+    )
 
 
 def broadcastable(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from bounds import InputError
-from bounds._checks import absent_file
+from bounds._checks import absent_file, whole_numbers
 
 __all__ = ["MNIST_DIR", "PIXEL_LEVELS", "DataError", "Dataset", "load_dataset", "pixel_std", "through_table"]
 
@@ -162,6 +162,10 @@ def load_cifar10(data_dir: Path) -> Dataset:
     )
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_CLASSES = 100_000  # a label of 10^9 asked torch for a 20 GB output layer
+
+
 def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
     """One split of a user data set: numeric finite inputs, one integer label >= 0 per input."""
     if x.dtype.kind not in "biuf" or x.ndim < 2 or len(x) == 0:
@@ -172,16 +176,25 @@ def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
     if not np.isfinite(x).all():
         bad = int((~np.isfinite(x)).sum())
         raise DataError(f"{path}: x_{name} has {bad} NaN or inf values (expected finite inputs)")
+    largest = float(np.abs(x).max())
+    if largest > FLOAT32_MAX:  # the models take float32: it would become inf (then a "diverged" run)
+        raise DataError(
+            f"{path}: x_{name} has a value of magnitude {largest:.3g} (expected inputs within float32's "
+            f"range, |x| <= {FLOAT32_MAX:.3g}; rescale them)"
+        )
     if y.ndim != 1 or len(y) != len(x):
         raise DataError(f"{path}: y_{name} has shape {y.shape} for {len(x)} inputs (expected one label each)")
-    if y.dtype.kind not in "biu" and not (
-        y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all()
-    ):
+    if not whole_numbers(y):
         raise DataError(
             f"{path}: y_{name} has dtype {y.dtype} with non-integer values (expected integer class labels)"
         )
     if len(y) and y.min() < 0:
         raise DataError(f"{path}: y_{name} has a label {y.min()} < 0 (expected class labels 0, 1, 2, ...)")
+    if len(y) and y.max() >= MAX_CLASSES:  # the output layer has one row per class up to the largest label
+        raise DataError(
+            f"{path}: y_{name} has a label {y.max():g} (expected class labels 0 .. {MAX_CLASSES - 1:,}; the "
+            "model has one output per class up to the largest label)"
+        )
 
 
 def load_npz(path: Path) -> Dataset:
@@ -221,6 +234,14 @@ def load_npz(path: Path) -> Dataset:
     node = arrays.get("node")
     if node is not None and (node.ndim != 1 or len(node) != len(y_train)):
         raise DataError(f"{path}: node has shape {node.shape} (expected one node id per training sample)")
+    if node is not None and not whole_numbers(node):
+        raise DataError(
+            f"{path}: node has dtype {node.dtype} with values that are not whole numbers (expected integer "
+            "node ids 0, 1, 2, ...)"
+        )
+    if node is not None and len(node) and (node.min() < 0 or node.max() >= len(node)):
+        bad = node.min() if node.min() < 0 else node.max()
+        raise DataError(f"{path}: node has an id {bad:g} (expected node ids 0 .. {len(node) - 1})")
     classes = int(max(y_train.max(initial=0), y_test.max(initial=0))) + 1
     as_x = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
     as_y = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))  # noqa: E731

@@ -10,11 +10,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from bounds import InputError
+from bounds._checks import whole_numbers
 
 __all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "Shards", "make_partition"]
 
 
-def _check(labels: np.ndarray, nodes: int) -> None:
+def _check(labels: np.ndarray, nodes: int, rng: np.random.Generator) -> None:
+    """The arguments every ``split`` takes: one label per sample, a whole number of nodes, a generator."""
+    if not isinstance(labels, np.ndarray) or labels.ndim != 1:
+        raise InputError(
+            f"labels of shape {np.shape(labels)} (expected a 1-d numpy array, one label per training sample)"
+        )
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
+        raise InputError(f"nodes = {nodes!r} is not an integer (expected a whole number >= 1)")
+    if not isinstance(rng, np.random.Generator):
+        raise InputError(f"rng = {rng!r} is not a numpy Generator (expected numpy.random.default_rng(seed))")
     if nodes < 1:
         raise InputError(f"nodes = {nodes} is out of range (expected >= 1)")
     if nodes > len(labels):
@@ -28,7 +38,7 @@ class IID:
     """Shuffle, then split into N near-equal parts."""
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes)
+        _check(labels, nodes, rng)
         return [np.sort(p) for p in np.array_split(rng.permutation(len(labels)), nodes)]
 
 
@@ -38,8 +48,13 @@ class Shards:
 
     shards_per_node: int = 2
 
+    def __post_init__(self) -> None:
+        value = self.shards_per_node
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise InputError(f"shards_per_node = {value!r} is out of range (expected an integer >= 1)")
+
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes)
+        _check(labels, nodes, rng)
         if self.shards_per_node < 1 or self.shards_per_node * nodes > len(labels):
             raise InputError(
                 f"shards_per_node = {self.shards_per_node} does not fit {len(labels)} samples on "
@@ -57,10 +72,13 @@ class Dirichlet:
 
     alpha: float = 0.5
 
+    def __post_init__(self) -> None:
+        value = self.alpha
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < np.inf:
+            raise InputError(f"alpha = {value!r} is out of range (expected a finite number > 0)")
+
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes)
-        if not self.alpha > 0:
-            raise InputError(f"alpha = {self.alpha} is out of range (expected alpha > 0)")
+        _check(labels, nodes, rng)
         parts: list[list[int]] = [[] for _ in range(nodes)]
         for c in np.unique(labels):
             members = rng.permutation(np.flatnonzero(labels == c))
@@ -81,8 +99,11 @@ class Given:
     node: np.ndarray
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes)
+        _check(labels, nodes, rng)
         node = np.asarray(self.node)
+        if not whole_numbers(node):  # a node id of 0.5 matched no node: its sample was dropped
+            raise InputError(f"the given node ids have dtype {node.dtype} and are not all whole numbers "
+                             "(expected integer ids in 0..nodes-1)")  # fmt: skip
         if node.shape != labels.shape or node.min() < 0 or node.max() >= nodes:
             raise InputError(
                 f"the given node ids span {node.min()}..{node.max()} for {nodes} nodes "

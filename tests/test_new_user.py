@@ -48,6 +48,11 @@ BAD_DATA = {
     "string arrays": ({"x_train": np.array([["a"] * 4] * 60)}, "expected a non-empty numeric array"),
     "NaN features": ({"x_train": np.full((60, 4), np.nan)}, "240 NaN or inf values"),
     "float labels": ({"y_train": np.full(60, 1.5)}, "non-integer values"),
+    "inputs beyond float32": ({"x_train": np.full((60, 4), 1e300)}, "magnitude 1e+300 (expected inputs"),
+    "a label of 10^9": ({"y_test": np.r_[np.zeros(19, int), 10**9]}, "y_test has a label 1e+09"),
+    "a float label of 1e20": ({"y_train": np.r_[np.zeros(59), 1e20]}, "y_train has a label 1e+20"),
+    "NaN node ids": ({"node": np.r_[np.zeros(59), np.nan]}, "node has dtype float64 with values"),
+    "negative node ids": ({"node": np.r_[np.zeros(59, int), -3]}, "node has an id -3"),
 }
 
 

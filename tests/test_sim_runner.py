@@ -15,7 +15,7 @@ from bounds.cdfl.compression import QSGD, Gossip, RandK, TopK
 from sim.cli import main
 from sim.compressors import compress_rows
 from sim.data import PIXEL_LEVELS, DataError, load_dataset, through_table
-from sim.partition import Dirichlet, Given, Shards
+from sim.partition import IID, Dirichlet, Given, Shards
 from sim.runner import COLUMNS, RunConfig, run
 
 
@@ -297,3 +297,24 @@ def test_init_params_start_from_the_average_of_the_saved_node_models(tiny, tmp_p
     assert not np.allclose(rows[0], rows.mean(0))  # the nodes differ: node 0 is not the average
     s = prepare(config(tiny, tmp_path, nodes=4, init_params=str(tmp_path / "first" / "params.npz")))
     np.testing.assert_allclose(s.x0.numpy(), rows.mean(0), rtol=1e-6, atol=1e-7)
+
+
+def test_partitioners_refuse_what_they_would_silently_misread() -> None:
+    """A node id of 0.5 dropped its sample, Dirichlet(inf) gave [1, 1, 18] with a cast warning, 2.5 nodes
+    split into 2, 2-d labels duplicated indices; now each is named."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(4), 5)
+    cases = [
+        (lambda: Given(np.r_[0, 0.5, np.zeros(8), np.ones(10)]).split(labels, 2, rng), "not all whole"),
+        (lambda: Dirichlet(float("inf")), r"alpha = inf is out of range \(expected a finite number > 0\)"),
+        (lambda: Dirichlet("0.5"), "alpha = '0.5' is out of range"),
+        (lambda: Shards(2.5), "shards_per_node = 2.5 is out of range"),
+        (lambda: IID().split(labels, 2.5, rng), r"nodes = 2.5 is not an integer"),
+        (lambda: Shards().split(labels.reshape(4, 5), 2, rng), r"labels of shape \(4, 5\)"),
+        (lambda: IID().split(labels, 2, None), "rng = None is not a numpy Generator"),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            call()
+    parts = Given(np.r_[np.zeros(10), np.ones(10)]).split(labels, 2, rng)  # float ids that are whole: fine
+    assert [len(p) for p in parts] == [10, 10]
