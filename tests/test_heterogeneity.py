@@ -245,3 +245,20 @@ def test_the_monotonicity_prover_can_fail() -> None:
     tau1 = sympy.Symbol("tau1", positive=True)
     [sign] = derivative_signs(1 / tau1, {tau1: "claim"}, lambda e: e)
     assert sign.sign == "negative"
+
+
+def test_symbolic_non_iid_terms_are_infinite_where_the_drift_recursion_does_not_close() -> None:
+    """Beyond rho_D >= 1 the closed form turns negative (-1.99 here) where dfl_bound says inf."""
+    from bounds import dfl_bound
+    from bounds.dfl import symbolic
+
+    S = symbolic.SYMBOLS
+    for eta, closed in ((0.3, False), (0.01, True)):
+        point = {"L": 0.5, "eta": eta, "tau1": 3, "tau2": 1, "zeta": 0.95, "varsigma2": 2, "sigma2": 1}
+        numeric = dfl_bound(**{k: v for k, v in point.items() if k != "varsigma2"}, heterogeneity=2, N=10,
+                            T=100, gap=1)  # fmt: skip
+        for name in ("drift_term_repaired", "heterogeneity_term"):
+            value = float(symbolic.expression(name).subs({S[k]: v for k, v in point.items()}))
+            assert (
+                value == pytest.approx(getattr(numeric, name), rel=1e-12) and (value < float("inf")) == closed
+            )

@@ -196,3 +196,15 @@ def test_out_of_range_inputs_are_clear_errors(override: dict, message: str) -> N
 def test_result_prints_in_a_fixed_order() -> None:
     text = str(dfl_bound(**BASE)).splitlines()
     assert text[0].split(":")[0].strip() == "bound" and "eta_max" in "".join(text)
+
+
+def test_the_message_says_where_the_non_iid_bound_is_not_guaranteed() -> None:
+    """success and message spoke only of (eta): a bound_non_iid whose own condition failed read as valid."""
+    base = dict(L=1, sigma2=1, N=10, tau1=4, tau2=4, zeta=0.8727, T=1000, gap=1, heterogeneity=0.5)
+    bad = dfl_bound(**base, eta=0.045)
+    assert not bad.non_iid_condition_ok and "rho_D = 0.542" in bad.message
+    assert "bound_non_iid is not guaranteed" in bad.message
+    good = dfl_bound(**base, eta=0.01)
+    assert good.non_iid_condition_ok and good.message == ""
+    assert "at 1 of 2 points" in dfl_bound(**{**base, "eta": [0.01, 0.045]}).message
+    assert dfl_bound(**{**base, "heterogeneity": 0.0}, eta=0.045).message == ""  # i.i.d.: not its concern

@@ -237,7 +237,27 @@ def dfl_bound(
     out = {**{k: out.pop(k) for k in first}, **out}
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
+    if (v2 > 0).any():
+        message = "; ".join(filter(None, [message, _non_iid_note(out)]))
     return DFLBound(**out, message=message, inputs=inputs)
+
+
+def _non_iid_note(out: dict[str, Any]) -> str:
+    """Where ``bound_non_iid`` is not guaranteed (its condition eta L <= 1 and rho_D <= 1/2 fails); '' if
+    nowhere."""
+    ok = np.asarray(out["non_iid_condition_ok"])
+    if ok.all():
+        return ""
+    where = (
+        f"rho_D = {float(out['drift_recursion_factor']):.4g}, the largest eta for it "
+        f"{float(out['non_iid_eta_max']):.6g}"
+        if ok.ndim == 0
+        else f"at {int((~ok).sum())} of {ok.size} points"
+    )
+    return (
+        f"the non-i.i.d. condition (eta L <= 1 and rho_D <= 1/2) fails ({where}): bound_non_iid is not "
+        "guaranteed there"
+    )
 
 
 def _admissible(a: np.ndarray, b: Any, L: np.ndarray) -> np.ndarray:

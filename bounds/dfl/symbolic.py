@@ -61,6 +61,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _while_closed(s: dict[str, Any], term: sympy.Expr) -> sympy.Expr:
+    """``term`` where the drift recursion closes (rho_D < 1), +oo elsewhere, as the numbers have it
+    (:func:`bounds.dfl_bound`): the closed form alone turns negative beyond (it gave -1.99 where the numbers
+    gave inf)."""
+    import sympy
+
+    rho = f.drift_recursion_factor(s["eta"], s["L"], s["tau1"], s["tau2"], s["zeta"])
+    return sympy.Piecewise((term, rho < 1), (sympy.oo, True))
+
+
 _BUILDERS: dict[str, Callable[[dict[str, Any]], sympy.Expr]] = {
     "upper_bound": lambda s: f.upper_bound(s["eta"], s["L"], s["sigma2"], s["N"], s["tau1"], s["tau2"],
                                            s["zeta"], s["T"], s["gap"]),
@@ -77,10 +87,10 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], sympy.Expr]] = {
     "eta_max": lambda s: f.eta_max(s["L"], s["tau1"], s["tau2"], s["zeta"]),
     "general_eta_max": lambda s: f.general_eta_max(s["L"], s["N"], s["tau1"], s["tau2"], s["zeta"],
                                                    s["beta_var"]),
-    "heterogeneity_term": lambda s: f.heterogeneity_term(s["eta"], s["L"], s["varsigma2"], s["tau1"],
-                                                         s["tau2"], s["zeta"]),
-    "drift_term_repaired": lambda s: f.drift_term_repaired(s["eta"], s["L"], s["sigma2"], s["varsigma2"],
-                                                           s["tau1"], s["tau2"], s["zeta"]),
+    "heterogeneity_term": lambda s: _while_closed(s, f.heterogeneity_term(s["eta"], s["L"], s["varsigma2"],
+                                                                          s["tau1"], s["tau2"], s["zeta"])),
+    "drift_term_repaired": lambda s: _while_closed(s, f.drift_term_repaired(
+        s["eta"], s["L"], s["sigma2"], s["varsigma2"], s["tau1"], s["tau2"], s["zeta"])),
     "drift_recursion_factor": lambda s: f.drift_recursion_factor(s["eta"], s["L"], s["tau1"], s["tau2"],
                                                                  s["zeta"]),
     "eta_max_non_iid": lambda s: f.eta_max_non_iid(s["L"], s["tau1"], s["tau2"], s["zeta"]),
