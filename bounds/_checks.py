@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "absent_file", "broadcastable", "real_array", "whole_numbers"]
+__all__ = ["InputError", "absent_file", "broadcastable", "real_array", "real_number", "whole_numbers"]
 
 
 class InputError(ValueError):
@@ -100,6 +100,15 @@ def real_array(
         if above.any():
             raise InputError(f"{name} = {_num(_first_bad(arr, above))} is out of range ({expected})")
     return arr
+
+
+def real_number(name: str, value: Any, **domain: Any) -> float:
+    """One number: :func:`real_array`'s checks (``domain``: its keyword arguments), and a single value, not
+    an array (for arguments that are not grid axes)."""
+    arr = real_array(name, value, **domain)
+    if arr.ndim != 0:
+        raise InputError(f"{name} = {value!r} is not a single number (expected a number, not an array)")
+    return float(arr)
 
 
 def whole_numbers(a: np.ndarray) -> bool:

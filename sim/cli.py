@@ -18,17 +18,15 @@ import argparse
 import json
 import sys
 import time
-import tomllib
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from bounds import InputError
-from bounds._checks import absent_file
 from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
 from bounds.serialize import jsonable
-from sim.config import PLAN_CHOOSES, RunConfig
+from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
 from sim.host import automatic_threads, retain_freed_memory
 from sim.interrupt import checkpoint_on_interrupt
@@ -90,6 +88,7 @@ PLAN_IGNORES = ("steps", "resume", "allow_change", "checkpoint_every", "checkpoi
 cost model has no place for them (a gossip step costs --t-comm)."""
 
 
+CONFIG_HELP = "TOML file of RunConfig fields, or a run's config.json to repeat it (flags override it)"
 RESUME_HINT = "the same command with --resume continues it"
 RUN_RESULTS = "metrics.csv (one row per logged step), config.json, summary.json"
 PLAN_RESULTS = (
@@ -112,23 +111,7 @@ def _add_config_flags(p: argparse.ArgumentParser, leave_out: Sequence[str] = ())
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    values: dict[str, Any] = {}
-    if args.config:
-        path = Path(args.config)
-        if not path.is_file():
-            raise InputError(f"config file {str(path)!r} {absent_file(path)} (expected a TOML file)")
-        try:
-            raw = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"config file {str(path)!r} is not valid TOML ({exc})") from None
-        known = {f.name for f in fields(RunConfig)}
-        for key, value in raw.items():
-            name = key.replace("-", "_")
-            if name not in known:
-                raise InputError(
-                    f"config file {str(path)!r}: unknown key {key!r} (expected RunConfig fields)"
-                )
-            values[name] = value
+    values = config_file_values(args.config) if args.config else {}
     for f in fields(RunConfig):
         value = getattr(args, f.name, None)
         if value is not None:
@@ -270,14 +253,14 @@ def _parser() -> OneLineParser:
     )
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run one experiment (no flags: quick paper MNIST ring run)")
-    r.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
+    r.add_argument("--config", help=CONFIG_HELP)
     _add_config_flags(r)
     r.add_argument("--json", action="store_true", help="print one JSON object at the end")
     r.set_defaults(run=_cmd_run, results=RUN_RESULTS, resume_hint=RESUME_HINT)
     pl = sub.add_parser(
         "plan", help="rank (tau1, tau2, eta) by the bound under a budget, then train to check"
     )
-    pl.add_argument("--config", help="TOML file of RunConfig fields (flags override it)")
+    pl.add_argument("--config", help=CONFIG_HELP)
     _add_config_flags(pl, leave_out=(*PLAN_CHOOSES, *PLAN_IGNORES, "out"))
     pl.add_argument("--out", help="the plan's folder (default runs/plan): ranking, simulations, figures")
     pl.add_argument("--eta", type=float, help="a fixed learning rate: only (tau1, tau2) are ranked (default: "

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import tomllib
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bounds import InputError
-from bounds.cdfl.compression import COMPRESSORS
+from bounds._checks import absent_file
+from bounds.cdfl.compression import COMPRESSORS, make_compressor
 from sim.algorithms import (
     algorithm,
     resolve_schedule,
@@ -23,6 +29,7 @@ __all__ = [
     "SHARED_FIELDS",
     "RunConfig",
     "check_device",
+    "config_file_values",
     "fingerprint",
 ]
 
@@ -155,8 +162,8 @@ class RunConfig:
         self._check_names()
 
     def _check_names(self) -> None:
-        """The names of the model, data set, partition and compressor (here, before torch loads: a refused
-        name answers at once)."""
+        """The names of the model, data set, partition and compressor, and the compressor's parameter (here,
+        before torch loads: a refused name answers at once)."""
         if self.model not in MODELS:
             raise InputError(f"model = {self.model!r} is unknown (expected one of: {', '.join(MODELS)})")
         if self.dataset not in ("mnist", "cifar10") and not self.dataset.startswith("npz:"):
@@ -169,11 +176,15 @@ class RunConfig:
             raise InputError(
                 f"compressor = {self.compressor!r} is unknown (expected one of: {', '.join(COMPRESSORS)})"
             )
+        make_compressor(self.compressor, self.compressor_param)  # its parameter (the dimension comes later)
 
     def _check_types(self) -> None:
         """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""
         for f in fields(self):
             value, kinds = getattr(self, f.name), str(f.type).split(" | ")
+            if isinstance(value, np.generic):  # np.int64(4) from an array: its Python value (json writes it)
+                value = value.item()
+                setattr(self, f.name, value)
             if value is None and "None" in kinds:
                 continue
             base = kinds[0]
@@ -193,6 +204,36 @@ class RunConfig:
     def changes_allowed(self) -> list[str]:
         """The fields ``allow_change`` lets differ from the checkpoint's config on resume."""
         return [name.strip().replace("-", "_") for name in self.allow_change.split(",") if name.strip()]
+
+
+def config_file_values(path: str | Path) -> dict[str, Any]:
+    """The RunConfig fields a file gives: a TOML file of fields (``--config``), or a run's ``config.json``
+    (its ``resolved`` record left out), so that a run can be repeated from its folder. InputError for a
+    missing or unreadable file and for an unknown key."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(
+            f"config file {str(file)!r} {absent_file(file)} (expected a TOML file or a config.json)"
+        )
+    try:
+        if file.suffix == ".json":
+            raw = json.loads(file.read_text())
+            if not isinstance(raw, dict):
+                raise ValueError("not an object of fields")
+            raw.pop("resolved", None)
+        else:
+            raw = tomllib.loads(file.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        kind = "JSON" if file.suffix == ".json" else "TOML"
+        raise InputError(f"config file {str(file)!r} is not valid {kind} ({exc})") from None
+    known = {f.name for f in fields(RunConfig)}
+    values = {}
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            raise InputError(f"config file {str(file)!r}: unknown key {key!r} (expected RunConfig fields)")
+        values[name] = value
+    return values
 
 
 def fingerprint(config: RunConfig) -> dict[str, Any]:

@@ -219,3 +219,20 @@ def test_bound_grid_refuses_an_array_beside_its_mesh() -> None:
         bound_grid(
             tau1=[1, 2], tau2=[1, 2, 3], zeta=[0.5, 0.8], L=[1, 2], sigma2=1, N=10, eta=0.01, T=6000, gap=1
         )
+
+
+def test_optimisers_and_cost_models_take_single_numbers_only() -> None:
+    """gap = [1.] broadcast into the grid, L = 1e300 raised OverflowError, runners_up = 2.5 a TypeError,
+    cost = None an AttributeError, max_local_steps = 2.5 was floored, CostModel(1, [1]) stored a list."""
+    base = dict(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1.0, 0.5), budget_seconds=1e4)
+    steps = {"budget_seconds": None, "max_local_steps": 2.5}
+    for change, message in [({"gap": [1.0]}, r"gap = \[1.0\] is not a single number"),
+                            ({"runners_up": 2.5}, "runners_up = 2.5 is not a whole number"),
+                            ({"cost": None}, "cost = None is not a CostModel"),
+                            (steps, "max_local_steps = 2.5 is not a whole")]:  # fmt: skip
+        with pytest.raises(InputError, match=message):
+            optimize_dfl(**{**base, **change})
+    assert not optimize_dfl(**{**base, "L": 1e300}).success  # inf, not OverflowError
+    with pytest.raises(InputError, match=r"t_comm = \[1\] is not a single number"):
+        CostModel(1.0, [1])
+    assert CostModel(np.float32(1.0), 2).t_comm == 2.0 and isinstance(CostModel(1, 2).t_comp, float)

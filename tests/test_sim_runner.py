@@ -318,3 +318,20 @@ def test_partitioners_refuse_what_they_would_silently_misread() -> None:
             call()
     parts = Given(np.r_[np.zeros(10), np.ones(10)]).split(labels, 2, rng)  # float ids that are whole: fine
     assert [len(p) for p in parts] == [10, 10]
+
+
+def test_a_run_repeats_from_its_config_json_and_numpy_scalars_are_fields(tiny, tmp_path, capsys) -> None:
+    """RunConfig(**config.json) failed on its 'resolved' record, and RunConfig(nodes=np.int64(6)) was 'the
+    wrong type'; --config now takes a run's config.json (flags override it)."""
+    from sim.config import config_file_values
+
+    first = run(config(tiny, tmp_path, nodes=np.int64(6), eta=np.float64(0.1), out=str(tmp_path / "first")))
+    saved = tmp_path / "first" / "config.json"
+    assert json.loads(saved.read_text())["nodes"] == 6
+    again = RunConfig(**{**config_file_values(saved), "out": str(tmp_path / "again")})
+    assert run(again)["final_train_loss"] == first["final_train_loss"]
+    assert main(["run", "--config", str(saved), "--out", str(tmp_path / "cli"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["final_train_loss"] == first["final_train_loss"]
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="is not valid JSON"):
+        config_file_values(tmp_path / "bad.json")

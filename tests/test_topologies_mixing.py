@@ -98,7 +98,10 @@ def test_unknown_weight_rule() -> None:
         ([[0.5, 0.5], [0.4, 0.6]], r"not symmetric: \|C\[0, 1\] - C\[1, 0\]\| = 0.1"),
         ([[0.5, 0.4, 0.0], [0.4, 0.5, 0.1], [0.0, 0.1, 0.9]], r"row 0 of C sums to 0.9 \(expected"),
         (np.eye(3), r"disconnected \(3 components; node 0 cannot reach node 1\)"),
-        ("abc", r"not a numeric matrix"),
+        ("abc", r"C holds strings \(expected an N x N matrix of real numbers\)"),
+        ([["0.5", "0.5"], ["0.5", "0.5"]], r"C holds strings"),  # they used to convert
+        (np.eye(2) * (1 + 1j), r"C holds complex numbers"),  # its imaginary part used to be dropped
+        ([[1.0, 0.0], [0.0]], r"C holds no numbers"),
     ],
 )
 def test_invalid_mixing_matrices_are_named(C: object, message: str) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bounds._checks import InputError
+from bounds._checks import InputError, real_number
 
 __all__ = ["COMPRESSORS", "QSGD", "Compressor", "Gossip", "Identity", "RandK", "TopK", "make_compressor"]
 
@@ -253,13 +253,14 @@ def make_compressor(name: str, parameter: float | None = None) -> Compressor:
     """
     needs = {"rand_k": "k", "top_k": "k", "gossip": "p", "qsgd": "s"}
     if name == "identity":
+        if parameter is not None:  # it used to be dropped without a word
+            raise InputError(f"compressor 'identity' takes no parameter (got {parameter!r})")
         return Identity()
     if name not in needs:
         raise InputError(f"unknown compressor {name!r} (expected one of: {', '.join(COMPRESSORS)})")
     if parameter is None:
         raise InputError(f"compressor {name!r} needs its parameter {needs[name]}")
     if name == "gossip":
-        return Gossip(float(parameter))
-    if float(parameter) != int(parameter):
-        raise InputError(f"{needs[name]} = {parameter!r} is not a whole number (compressor {name!r})")
-    return {"rand_k": RandK, "top_k": TopK, "qsgd": QSGD}[name](int(parameter))
+        return Gossip(real_number("p", parameter))
+    value = real_number(needs[name], parameter, integer=True)  # NaN, inf, strings and booleans named here
+    return {"rand_k": RandK, "top_k": TopK, "qsgd": QSGD}[name](int(value))

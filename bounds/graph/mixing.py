@@ -132,7 +132,9 @@ RULES = (*_EDGE_WEIGHTS, "lazy")
 
 
 def lazy(C: Matrix) -> Matrix:
-    """The lazy matrix (C + I) / 2: same eigenvectors, eigenvalues (1 + lambda) / 2 >= 0."""
+    """The lazy matrix (C + I) / 2: same eigenvectors, eigenvalues (1 + lambda) / 2 >= 0 (C validated
+    first, :func:`check_mixing_matrix`)."""
+    C = check_mixing_matrix(C, require_connected=False)
     eye = sp.identity(C.shape[0], format="csr") if sp.issparse(C) else np.eye(C.shape[0])
     return (C + eye) / 2.0
 
@@ -170,6 +172,14 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     return check_mixing_matrix(C if sparse else C.toarray(), require_connected=False)
 
 
+def _kind(C: object) -> str:
+    """The numpy dtype kind of a dense C ('?' when it is not an array of one type, e.g. ragged rows)."""
+    try:
+        return np.asarray(C).dtype.kind
+    except (TypeError, ValueError):
+        return "?"
+
+
 def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connected: bool = True) -> Matrix:
     """Validate Assumption 1.6 and return C as a float64 dense array or CSR matrix.
 
@@ -183,14 +193,16 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     ...
     bounds._checks.InputError: C is not symmetric: |C[0, 1] - C[1, 0]| = 0.1 (expected C = C^T within 1e-10)
     """
+    kind = C.dtype.kind if sp.issparse(C) else _kind(C)
+    if kind not in "iuf":  # strings would convert, a complex C lose its imaginary part (a warning only)
+        names = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "strings"}
+        what = names.get(kind, "no numbers")
+        raise InputError(f"C holds {what} (expected an N x N matrix of real numbers)")
     if sp.issparse(C):
         M = sp.csr_matrix(C, dtype=np.float64)
         values = M.data
     else:
-        try:
-            M = np.asarray(C, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError("C is not a numeric matrix (expected an N x N array of numbers)") from None
+        M = np.asarray(C, dtype=np.float64)
         values = M
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
         raise InputError(f"C has shape {M.shape} (expected a non-empty square N x N matrix)")

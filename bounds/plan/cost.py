@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bounds._checks import real_array
+from bounds._checks import real_array, real_number
 
 __all__ = ["CostModel"]
 
@@ -27,9 +27,9 @@ class CostModel:
     t_comp: float
     t_comm: float
 
-    def __post_init__(self) -> None:
-        real_array("t_comp", self.t_comp, low=0, low_open=True)
-        real_array("t_comm", self.t_comm, low=0, low_open=True)
+    def __post_init__(self) -> None:  # stored as the floats they were checked as (a list [1] used to stay)
+        object.__setattr__(self, "t_comp", real_number("t_comp", self.t_comp, low=0, low_open=True))
+        object.__setattr__(self, "t_comm", real_number("t_comm", self.t_comm, low=0, low_open=True))
 
     @classmethod
     def from_network(
@@ -45,7 +45,8 @@ class CostModel:
     def with_message_bits(self, bits: float, dim: int) -> CostModel:
         """This model, ``t_comm`` read as one uncompressed (32 dim bit) step, for ``bits``-bit messages."""
         d = int(real_array("dim", dim, low=1, integer=True))
-        return CostModel(self.t_comp, self.t_comm * float(bits) / (32.0 * d))
+        b = real_number("bits", bits, low=0, low_open=True)
+        return CostModel(self.t_comp, self.t_comm * b / (32.0 * d))
 
     def round_seconds(self, tau1: Any, tau2: Any) -> Any:
         """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bounds._checks import MAX_EXACT_INTEGER, InputError, real_array
+from bounds._checks import MAX_EXACT_INTEGER, InputError, real_array, real_number
 from bounds.dfl import formulas as f
 from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
@@ -173,10 +173,14 @@ def optimize_dfl(
     >>> (r.tau1, r.tau2, r.rounds)  # Proposition 1 rewards cheap gossip steps: they count in T
     (1, 20, 909)
     """
-    real_array("L", L, low=0, low_open=True)
-    real_array("sigma2", sigma2, low=0)
-    real_array("N", N, low=1, integer=True)
-    real_array("gap", gap, low=0, low_open=True)
+    # numpy scalars: L = 1e300 squares to inf (a Python float's ** raises OverflowError)
+    L = np.float64(real_number("L", L, low=0, low_open=True))
+    sigma2 = np.float64(real_number("sigma2", sigma2, low=0))
+    N = int(real_number("N", N, low=1, integer=True))
+    gap = np.float64(real_number("gap", gap, low=0, low_open=True))
+    if not isinstance(cost, CostModel):
+        raise InputError(f"cost = {cost!r} is not a CostModel (expected CostModel(t_comp, t_comm))")
+    runners_up = int(real_number("runners_up", runners_up, low=0, integer=True))
     if (zeta is None) == (C is None):
         raise InputError("give zeta or a mixing matrix C (expected exactly one of them)")
     if C is not None:
@@ -186,9 +190,9 @@ def optimize_dfl(
         if size != N:
             raise InputError(f"C is {size} x {size} but N = {N} (expected a mixing matrix of the N nodes)")
         zeta = zeta_of(C)
-    z = float(real_array("zeta", zeta, low=0, high=1))
-    v2 = float(real_array("heterogeneity", heterogeneity, low=0))
-    fixed = None if eta is None else float(real_array("eta", eta, low=0, low_open=True))
+    z = real_number("zeta", zeta, low=0, high=1)
+    v2 = real_number("heterogeneity", heterogeneity, low=0)
+    fixed = None if eta is None else real_number("eta", eta, low=0, low_open=True)
     bound = ALIASES.get(bound, bound)
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
@@ -280,12 +284,16 @@ def budget_grid(
     tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
     rounds = np.full(tau1.shape, np.inf)
     if budget_seconds is not None:
-        seconds = float(real_array("budget_seconds", budget_seconds, low=0, low_open=True))
+        seconds = real_number("budget_seconds", budget_seconds, low=0, low_open=True)
         rounds = np.minimum(rounds, np.floor(seconds / cost.round_seconds(tau1, tau2)))
     if max_local_steps is not None:
-        rounds = np.minimum(rounds, np.floor(real_array("max_local_steps", max_local_steps, low=1) / tau1))
+        rounds = np.minimum(
+            rounds, np.floor(real_number("max_local_steps", max_local_steps, low=1, integer=True) / tau1)
+        )
     if max_gossip_steps is not None:
-        rounds = np.minimum(rounds, np.floor(real_array("max_gossip_steps", max_gossip_steps, low=1) / tau2))
+        rounds = np.minimum(
+            rounds, np.floor(real_number("max_gossip_steps", max_gossip_steps, low=1, integer=True) / tau2)
+        )
     feasible = rounds >= 1
     most = float(np.max(np.where(feasible, rounds * (tau1 + tau2), 0)))
     if most > MAX_EXACT_INTEGER:  # T = K (tau1 + tau2): int64 casts of larger budgets wrapped round to < 0
