@@ -56,7 +56,8 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError
+from bounds._checks import InputError, real_number
+from bounds.graph.mixing import as_dense, check_mixing_matrix
 from bounds.result import Result
 
 __all__ = [
@@ -107,26 +108,27 @@ def _require_pepit() -> Any:
     return PEPit
 
 
-def _check_inputs(C: np.ndarray, tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float,
-                  heterogeneity: float, metric: str, initial: str) -> None:  # fmt: skip
-    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] < 1:
-        raise InputError(f"mixing matrix of shape {C.shape} (expected a square N x N matrix)")
-    if not np.allclose(C.sum(1), 1.0) or not np.allclose(C.sum(0), 1.0):
-        raise InputError("mixing matrix is not doubly stochastic (expected rows and columns summing to 1)")
-    for name, value, low in (("tau1", tau1, 1), ("tau2", tau2, 0), ("rounds", rounds, 1)):
-        if not isinstance(value, int | np.integer) or value < low:
-            raise InputError(f"{name} = {value!r} is out of range (expected an integer >= {low})")
-    for name, value in (("eta", eta), ("L", L), ("gap", gap)):
-        if not value > 0:
-            raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
-    if not heterogeneity >= 0:
-        raise InputError(f"heterogeneity = {heterogeneity!r} is out of range (expected varsigma^2 >= 0)")
-    if metric not in METRICS:
-        raise InputError(f"metric = {metric!r} is unknown (expected one of {', '.join(METRICS)})")
+def _check_inputs(C: Any, tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float,
+                  heterogeneity: float, metric: str, initial: str) -> np.ndarray:  # fmt: skip
+    """C as a validated dense float array (Assumption 1.6: symmetric, non-negative, doubly stochastic; a
+    disconnected C is a valid problem), after every other argument is checked by name."""
+    _check_schedule(tau1, tau2, rounds, eta, L, gap, metric)
+    real_number("heterogeneity", heterogeneity, low=0)
     if initial not in INITIAL_CONDITIONS:
         raise InputError(
             f"initial = {initial!r} is unknown (expected one of {', '.join(INITIAL_CONDITIONS)})"
         )
+    return as_dense(check_mixing_matrix(C, require_connected=False))
+
+
+def _check_schedule(tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float, metric: str) -> None:
+    """The arguments of a DFL schedule and its metric, each named when it is out of its domain."""
+    for name, value, low in (("tau1", tau1, 1), ("tau2", tau2, 0), ("rounds", rounds, 1)):
+        real_number(name, value, low=low, integer=True)
+    for name, value in (("eta", eta), ("L", L), ("gap", gap)):
+        real_number(name, value, low=0, low_open=True)
+    if metric not in METRICS:
+        raise InputError(f"metric = {metric!r} is unknown (expected one of {', '.join(METRICS)})")
 
 
 def dfl_worst_case(
@@ -155,8 +157,8 @@ def dfl_worst_case(
     PEPit = _require_pepit()
     from PEPit.functions import SmoothFunction
 
-    C = np.asarray(C, dtype=float)
-    _check_inputs(C, tau1, tau2, rounds, eta, L, gap, heterogeneity, metric, initial)
+    C = _check_inputs(C, tau1, tau2, rounds, eta, L, gap, heterogeneity, metric, initial)
+    tau1, tau2, rounds = int(tau1), int(tau2), int(rounds)  # 2.0 is a whole number: range() wants an int
     if not isinstance(certificate_rtol, int | float) or not 0 < certificate_rtol < 1:
         raise InputError(f"certificate_rtol = {certificate_rtol!r} is out of range (expected 0 < it < 1)")
     n = C.shape[0]
@@ -463,7 +465,11 @@ def quadratic_lower_bound(
     """A true instance from below: the best over a in (0, L] of F = f_i = (a / 2) ||x||^2 with
     F(u_1) - inf F = gap, where DFL is gradient descent on F (u_{s+1} = (1 - eta a) u_s at a local step,
     u unchanged by gossip): returns (value, a). Any instance's value is at most the true worst case, so
-    a bound below it is violated; every f_i is L-smooth and bounded below (a > 0)."""
+    a bound below it is violated; every f_i is L-smooth and bounded below (a > 0). ``grid``: the number of
+    curvatures a tried."""
+    _check_schedule(tau1, tau2, rounds, eta, L, gap, metric)
+    real_number("grid", grid, low=1, integer=True)
+    tau1, tau2, rounds, grid = int(tau1), int(tau2), int(rounds), int(grid)
     best, best_a = 0.0, 0.0
     total_local = rounds * tau1
     for a in np.linspace(L / grid, L, grid):

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from bounds import InputError
+
 __all__ = [
     "bound_heatmap",
     "check_curves",
@@ -56,6 +58,8 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
 
 def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time)."""
+    if x not in ("step", "model_time"):
+        raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     xlabel = {"step": "step $t$ (local and gossip)", "model_time": "modelled wall-clock (time units)"}.get(
         x, x
@@ -151,6 +155,11 @@ def drift_vs_bound(
 
 def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
     """The optimiser's grid: log10 of the bound over (tau1, tau2), the optimum marked."""
+    _require_columns(grid, ("tau1", "tau2", value), "bound_heatmap")
+    if not np.isfinite(grid[value].to_numpy(float)).any():
+        raise InputError(
+            f"bound_heatmap: no finite {value!r} in the grid (expected at least one finite cell)"
+        )
     table = grid.pivot_table(index="tau1", columns="tau2", values=value)
     fig, ax = plt.subplots(figsize=(6, 4.5))
     image = ax.imshow(
@@ -176,12 +185,26 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
     return fig
 
 
+def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], figure: str) -> None:
+    """InputError naming the first of ``columns`` the table lacks (not pandas' KeyError)."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{figure}: the table has no column {missing[0]!r} (its columns: "
+                         f"{', '.join(map(str, frame.columns))})")  # fmt: skip
+
+
 def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Cells no other cell beats on both cost and value (lower is better for both)."""
+    """Cells no other cell beats on both cost and value (lower is better for both); a cell whose cost or
+    value is NaN or infinite is never on the front (lexsort put a NaN cost last, where any finite value
+    could still join the front)."""
+    cost, value = np.asarray(cost, dtype=float), np.asarray(value, dtype=float)
+    if cost.shape != value.shape or cost.ndim != 1:
+        raise InputError(f"cost of shape {cost.shape} and value of shape {value.shape} (expected two 1-d "
+                         "arrays of one length)")  # fmt: skip
     order = np.lexsort((value, cost))
     best, mask = np.inf, np.zeros(len(cost), dtype=bool)
     for i in order:
-        if value[i] < best:
+        if np.isfinite(cost[i]) and value[i] < best:
             mask[i], best = True, value[i]
     return mask
 
@@ -192,6 +215,8 @@ def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -
     ``cost`` is a column of the grid (``time``, ``gossip_steps``, or ``bits`` for C-DFL grids, computed as
     rounds * tau2 * bits_per_message when absent).
     """
+    _require_columns(grid, (value,) + (("rounds", "tau2", "bits_per_message") if cost == "bits" and "bits"
+                                        not in grid else (cost,)), "pareto_front")  # fmt: skip
     frame = grid[np.isfinite(grid[value])].copy()
     if cost == "bits" and "bits" not in frame:
         frame["bits"] = frame["rounds"] * frame["tau2"] * frame["bits_per_message"]

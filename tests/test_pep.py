@@ -80,9 +80,15 @@ def test_true_instances_lie_below_and_the_witness_recomputes_the_value() -> None
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        ({"C": np.array([[0.5, 0.4], [0.5, 0.6]])}, "not doubly stochastic"),
+        ({"C": np.array([[0.5, 0.4], [0.5, 0.6]])}, "not symmetric"),
+        ({"C": np.array([[0.6, 0.5], [0.5, 0.6]])}, "row 0 of C sums to 1.1"),
+        ({"C": np.array([[1.5, -0.5], [-0.5, 1.5]])}, r"C\[0, 1\] = -0.5 is negative"),  # was accepted
+        ({"C": np.array([[0.5, np.nan], [0.5, 0.5]])}, "NaN or infinite"),  # was "not doubly stochastic"
         ({"tau1": 0}, "tau1 = 0"),
-        ({"eta": -1.0}, "eta = -1.0"),
+        ({"tau1": 1.5}, "tau1 = 1.5 is not a whole number"),
+        ({"tau1": True}, "tau1 = True is a boolean"),  # was accepted
+        ({"eta": "0.5"}, "eta = '0.5' is a string"),  # was a TypeError
+        ({"eta": -1.0}, "eta = -1 is out of range"),
         ({"heterogeneity": -0.1}, "heterogeneity = -0.1"),
         ({"metric": "max"}, "metric = 'max'"),
         ({"initial": "first"}, "initial = 'first'"),
@@ -93,6 +99,19 @@ def test_bad_input_names_the_value(kwargs: dict, fragment: str) -> None:
     args |= kwargs
     with pytest.raises(InputError, match=fragment):
         dfl_worst_case(args.pop("C"), **args)
+
+
+def test_the_quadratic_lower_bound_checks_its_arguments() -> None:
+    """eta = -1 returned (5.0, 1.0), grid = 0 a ZeroDivisionError, metric = 'x' a number."""
+    from bounds.pep import quadratic_lower_bound
+
+    args = {"tau1": 2, "tau2": 1, "rounds": 2, "eta": 0.5, "L": 1.0, "gap": 1.0}
+    bad = [({"eta": -1.0}, "eta = -1 is out of range"), ({"grid": 0}, "grid = 0 is out"),
+           ({"metric": "x"}, "metric = 'x' is unknown"), ({"rounds": 0}, "rounds = 0")]  # fmt: skip
+    for change, fragment in bad:
+        with pytest.raises(InputError, match=fragment):
+            quadratic_lower_bound(**{**args, **change})
+    assert quadratic_lower_bound(**{**args, "tau1": 2.0})[0] > 0  # whole floats are integers
 
 
 def test_cli_pep_json(capsys) -> None:

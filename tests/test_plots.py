@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from bounds import CostModel, optimize_dfl
 from plots.__main__ import main
@@ -97,3 +98,24 @@ def test_tightness_figure_draws_cells_without_a_worst_case(tmp_path) -> None:
             for top in ("ring", "path") for t2, w in ((1, "nan"), (2, 1.0), (4, float("nan")))]  # fmt: skip
     png, pdf = save(tightness_figure(rows), tmp_path / "tightness")
     assert png.stat().st_size > 5_000 and pdf.is_file()
+
+
+def test_pareto_front_and_figures_name_bad_tables() -> None:
+    """A NaN cost joined the front; unknown columns and an unknown x were pandas KeyErrors; a grid without
+    a finite bound a matplotlib ValueError."""
+    from bounds import InputError
+    from plots.figures import bound_heatmap, pareto_front, pareto_mask, run_curves
+
+    assert pareto_mask(np.array([1.0, 2.0, np.nan]), np.array([3.0, np.nan, 1.0])).tolist() == [
+        True,
+        False,
+        False,
+    ]
+    assert pareto_mask(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 2.5])).tolist() == [True, True, False]
+    grid = pd.DataFrame({"tau1": [1, 2], "tau2": [1, 1], "bound": [np.inf, np.inf]})
+    with pytest.raises(InputError, match="no finite 'bound'"):
+        bound_heatmap(grid)
+    with pytest.raises(InputError, match="the table has no column 'gossip'"):
+        pareto_front(grid.assign(bound=[1.0, 2.0]), cost="gossip")
+    with pytest.raises(InputError, match="x = 'bogus' is unknown"):
+        run_curves({}, x="bogus")
