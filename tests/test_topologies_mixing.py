@@ -200,3 +200,22 @@ def test_large_erdos_renyi_graphs_are_drawn_in_linear_time_and_small_ones_as_bef
     assert nx.utils.graphs_equal(
         erdos_renyi(500, seed=3), nx.gnp_random_graph(500, 2 * math.log(500) / 500, seed)
     )
+
+
+def test_graph_and_matrix_helpers_name_what_they_cannot_use(tmp_path) -> None:
+    """Each of these used to end in a TypeError, AttributeError or NetworkXError from inside networkx, or
+    (a directed graph, a lone self-loop) in a silent answer."""
+    cases = [
+        (lambda: make_graph("ring", 6, foo=1), "topology 'ring' takes no option 'foo'"),
+        (lambda: mixing_matrix(nx.DiGraph([(0, 1), (1, 0)])), "the graph is directed"),
+        (lambda: mixing_matrix(np.eye(3)), "expected a networkx Graph"),
+        (lambda: load_matrix(123), "matrix file = 123 \\(expected a path"),
+        (lambda: from_edge_list([(0,)]), "expected a file path or a list of \\(u, v\\) pairs"),
+        (lambda: from_edge_list([(0, 0)]), "the edge list has no edges"),
+        (lambda: from_edge_list(5), "edges = 5"),
+        (lambda: lazy(np.eye(3) * 3), "row 0 of C sums to 3"),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            call()
+    assert make_graph("erdos-renyi", 10, p=0.5, seed=1).number_of_nodes() == 10  # its own options pass

@@ -154,6 +154,11 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     >>> C[0].round(3).tolist()
     [0.333, 0.333, 0.0, 0.333]
     """
+    if not isinstance(graph, nx.Graph):
+        raise InputError(f"graph = {type(graph).__name__} (expected a networkx Graph; a matrix is checked by "
+                         "check_mixing_matrix)")  # fmt: skip
+    if graph.is_directed():  # weights of an undirected graph: a directed one was read as undirected
+        raise InputError("the graph is directed (expected an undirected networkx Graph: C must be symmetric)")
     if rule == "lazy":
         return lazy(mixing_matrix(graph, "metropolis", sparse=sparse))
     if rule not in _EDGE_WEIGHTS:
@@ -251,6 +256,8 @@ def load_matrix(path: str | Path) -> Matrix:
 
     The matrix is validated (:func:`check_mixing_matrix`).
     """
+    if not isinstance(path, str | Path):
+        raise InputError(f"matrix file = {path!r} (expected a path: a str or pathlib.Path)")
     file = Path(path)
     if not file.is_file():
         raise InputError(f"matrix file {str(file)!r} {absent_file(file)} (expected .npy, .npz or text)")

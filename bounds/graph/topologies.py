@@ -13,6 +13,7 @@ Metropolis-Hastings weights. Its zeta is 0.8496, which rounds to 0.85.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Callable
@@ -153,11 +154,14 @@ def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Grap
         graph = nx.Graph()
         graph.add_edges_from(_read_edges(Path(path_or_edges)))
     else:
+        pairs = list(path_or_edges) if isinstance(path_or_edges, list | tuple) else None
+        if pairs is None or not all(isinstance(e, list | tuple) and len(e) == 2 for e in pairs):
+            raise InputError(f"edges = {path_or_edges!r} (expected a file path or a list of (u, v) pairs)")
         graph = nx.Graph()
-        graph.add_edges_from(path_or_edges)
-    if graph.number_of_nodes() == 0:
-        raise InputError("the edge list has no edges (expected at least one 'u v' pair)")
+        graph.add_edges_from(pairs)
     graph.remove_edges_from(nx.selfloop_edges(graph))
+    if graph.number_of_edges() == 0:  # (a self-loop alone is no edge between nodes)
+        raise InputError("the edge list has no edges (expected at least one 'u v' pair)")
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
 
 
@@ -209,6 +213,11 @@ def make_graph(name: str, nodes: int, **options: object) -> nx.Graph:
         builder = TOPOLOGIES[name]
     except KeyError:
         raise InputError(f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGIES)})") from None
+    accepted = set(inspect.signature(builder).parameters) - {"nodes"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise InputError(f"topology {name!r} takes no option {unknown[0]!r} (expected: "
+                         f"{', '.join(sorted(accepted)) or 'none'})")  # fmt: skip
     if isinstance(nodes, int | np.integer) and not isinstance(nodes, bool) and nodes > 0:
         edges = _edges_at_most(name, int(nodes), options.get("p"))
         if edges > MAX_EDGES:
