@@ -188,14 +188,15 @@ def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
     result = optimize_cdfl(**_arguments(optimize_cdfl, args, **given))
     _require_success(result)
     best = result.grid_frame().sort_values("bound", kind="stable").iloc[0]
+    found = result.to_dict()
     out.update(
         zeta=zeta,
         bound_used="cdfl (Lemma 13)",
-        compressor=best["compressor"],
-        compressor_param=best["parameter"],
-        delta=float(best["delta"]),
+        compressor=found.pop("compressor"),
+        compressor_param=found.pop("parameter"),
+        delta=found.pop("delta"),
         bits_per_message=float(best["bits_per_message"]),
-        **result.to_dict(),
+        **found,
     )
     return out
 

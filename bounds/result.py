@@ -3,8 +3,9 @@
 A result is a frozen dataclass whose fields keep the order they are declared in, with ``success``
 (a field or a property) and ``message``; :class:`Result` gives every one of them the same
 ``to_dict`` (JSON-ready, non-finite numbers as strings) and ``__str__`` (one aligned line per field,
-``success`` and ``message`` last). Used by :class:`bounds.dfl.proposition1.DFLBound`,
-:class:`bounds.cdfl.proposition2.CDFLBound` and :class:`bounds.plan.optimize.OptimizeResult`.
+``success`` and ``message`` last; the ``when_set`` fields only when they are not None). Used by
+:class:`bounds.dfl.proposition1.DFLBound`, :class:`bounds.cdfl.proposition2.CDFLBound` and
+:class:`bounds.plan.optimize.OptimizeResult`.
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ class Result:
 
     not_shown: ClassVar[tuple[str, ...]] = ("inputs", "grid")
     not_in_dict: ClassVar[tuple[str, ...]] = ()
+    when_set: ClassVar[tuple[str, ...]] = ()  # fields shown and written only when not None
     success: Any
     message: str
 
     def _fields(self) -> list[str]:
-        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+        names = [f.name for f in fields(self)]  # type: ignore[arg-type]
+        return [n for n in names if n not in self.when_set or getattr(self, n) is not None]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the fields in order, then ``success`` and ``message``; inf becomes ``"inf"``."""

@@ -93,3 +93,12 @@ def test_cli_cdfl_optimize_json(capsys) -> None:
     assert (
         code == 0 and {"tau1", "tau2", "eta", "bound", "rounds", "time", "compressor", "delta"} <= data.keys()
     )
+
+
+def test_the_best_compressor_is_a_field_not_only_message_text() -> None:
+    """Every runner-up carried its compressor, parameter and delta; the best cell only in its message."""
+    r = optimize_cdfl(L=1, mu=0.5, sigma2_bar=1, G2=1, N=10, zeta=0.87, beta_mix=1.33, budget_seconds=100,
+                      **NETWORK)  # fmt: skip
+    best = r.grid_frame().sort_values("bound", kind="stable").iloc[0]
+    assert (r.compressor, r.delta) == (best["compressor"], pytest.approx(best["delta"]))
+    assert r.to_dict()["compressor"] == r.compressor and f"compressor : {r.compressor}" in str(r)

@@ -65,9 +65,12 @@ class OptimizeResult(Result):
         grid: every cell as a pandas DataFrame (``grid_frame()``), or the raw arrays.
         success: whether any cell has a finite bound; message: why not, or notes. When none has,
             the best cell's fields are NaN (tau1, tau2, rounds, steps: 0) and ``message`` says why.
+        compressor, parameter, delta: the best cell's compressor, its parameter and its delta
+            (:func:`bounds.plan.optimize_cdfl.optimize_cdfl`; None for DFL).
     """
 
     not_in_dict: ClassVar[tuple[str, ...]] = ("grid",)
+    when_set: ClassVar[tuple[str, ...]] = ("compressor", "parameter", "delta")
 
     tau1: int
     tau2: int
@@ -81,6 +84,9 @@ class OptimizeResult(Result):
     success: bool
     message: str
     grid: dict[str, np.ndarray] = field(repr=False)
+    compressor: str | None = None
+    parameter: float | None = None
+    delta: float | None = None
 
     def grid_frame(self) -> Any:
         """The whole grid as a DataFrame, one row per (tau1, tau2)."""

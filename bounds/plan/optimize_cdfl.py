@@ -130,5 +130,8 @@ def optimize_cdfl(
         success=True,
         message=message,
         grid=grid,
+        compressor=str(at["compressor"]),
+        parameter=None if parameter is None else float(parameter),
+        delta=float(at["delta"]),
     )
     return result
