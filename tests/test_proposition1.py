@@ -208,3 +208,10 @@ def test_the_message_says_where_the_non_iid_bound_is_not_guaranteed() -> None:
     assert good.non_iid_condition_ok and good.message == ""
     assert "at 1 of 2 points" in dfl_bound(**{**base, "eta": [0.01, 0.045]}).message
     assert dfl_bound(**{**base, "heterogeneity": 0.0}, eta=0.045).message == ""  # i.i.d.: not its concern
+
+
+def test_an_overflowing_bound_says_so() -> None:
+    """gap = 1e308 gave bound = inf, success False and message '(none)'."""
+    r = dfl_bound(**{**BASE, "gap": 1e308})
+    assert r.bound == float("inf") and not r.success and "overflows float64" in r.message
+    assert "overflows" not in dfl_bound(**{**BASE, "tau2": 0}).message  # no gossip: its own reason
