@@ -258,6 +258,8 @@ def load_npz(path: Path) -> Dataset:
 
 def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
     """``mnist`` (shipped), ``cifar10`` (needs data_dir) or ``npz:PATH``."""
+    if not isinstance(name, str):
+        raise DataError(f"dataset = {name!r} (expected a name: mnist, cifar10 or npz:PATH)")
     if name == "mnist":
         return load_mnist(Path(data_dir) if data_dir else MNIST_DIR)
     if name == "cifar10":

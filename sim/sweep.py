@@ -304,7 +304,10 @@ def sweep_groups(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
 
 
 def check_compatible(configs: Sequence[RunConfig]) -> None:
-    """The runs of one sweep share SHARED_FIELDS and the local backend; their folders differ."""
+    """The runs of one sweep are RunConfigs that share SHARED_FIELDS and the local backend; their folders
+    differ."""
+    if not isinstance(configs, list | tuple) or not all(isinstance(c, RunConfig) for c in configs):
+        raise InputError(f"configs = {configs!r:.100} (expected a list of RunConfig)")
     if not configs:
         raise InputError("a sweep needs at least one run (got an empty list)")
     first = configs[0]
@@ -326,9 +329,9 @@ def check_compatible(configs: Sequence[RunConfig]) -> None:
 def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]]:
     """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
     holding configs[r] at its first step."""
+    check_compatible(configs)
     for c in configs:
         c.validate()
-    check_compatible(configs)
     first = configs[0]
     if first.threads:
         torch.set_num_threads(first.threads)

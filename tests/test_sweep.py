@@ -268,3 +268,11 @@ def test_sweep_groups_split_by_the_shared_fields_in_order(tiny) -> None:
     d = RunConfig(device="cuda")
     assert sweep_groups([a, c, b, d]) == [[a, b], [c], [d]]
     assert sweep_groups([]) == []
+
+
+def test_run_sweep_names_arguments_that_are_not_run_configs() -> None:
+    """run_sweep(config) was a TypeError from inside, run_sweep([dict]) an AttributeError."""
+    with pytest.raises(InputError, match=r"configs = RunConfig\(.*\(expected a list of RunConfig\)"):
+        run_sweep(RunConfig())
+    with pytest.raises(InputError, match=r"configs = \[\{\}\]"):
+        run_sweep([{}])
