@@ -139,3 +139,17 @@ def test_lemma9_choco_contracts_at_least_by_1_minus_p(compressor) -> None:
 def test_bad_input(override: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
         cdfl_bound(**{**BASE, **override})
+
+
+def test_every_field_of_a_grid_has_the_grid_shape() -> None:
+    """terms.initial was (3, 1, 1), p (1, 1, 3) and contraction (1, 3, 3) beside a (3, 3, 3) bound."""
+    axis = np.array([1, 2, 3])
+    r = cdfl_bound(L=axis[:, None, None], mu=0.5, sigma2_bar=1, G2=1, N=10, tau1=axis[None, :, None],
+                   tau2=axis[None, None, :], K=50, zeta=0.8, delta=0.5, beta_mix=1)  # fmt: skip
+    shaped = [r.bound, r.p, r.gamma, r.theta, r.contraction, r.eta_0, r.a, r.a_needed, r.conditions_ok,
+              *r.terms.values(), *r.conditions.values(), *r.order_terms.values()]  # fmt: skip
+    assert all(np.shape(x) == (3, 3, 3) for x in shaped)
+    one = cdfl_bound(
+        L=2, mu=0.5, sigma2_bar=1, G2=1, N=10, tau1=3, tau2=1, K=50, zeta=0.8, delta=0.5, beta_mix=1
+    )
+    assert r.terms["initial"][1, 2, 0] == one.terms["initial"] and r.p[1, 2, 0] == one.p

@@ -151,6 +151,13 @@ def cdfl_bound(
         if init_dist2 is None
         else real_array("init_dist2", init_dist2, low=0)
     )
+    optional = {"a": np.asarray(a_), "theta": np.asarray(theta_), "init_dist2": np.asarray(init)}
+    shape = np.broadcast_shapes(*(x.shape for x in broadcastable({**v, **optional}).values()))
+
+    def full(x: Any) -> Any:
+        """x on the common shape of the inputs (a grid's fields all alike), a scalar for scalar inputs."""
+        return scalar_or_array(np.broadcast_to(np.asarray(x), shape).copy())
+
     gamma = cf.choco_gamma(rho, v["delta"], v["beta_mix"])
     A = cf.contraction(p, theta_, v["tau2"])
     t1, t2, K_ = v["tau1"], v["tau2"], v["K"]
@@ -177,7 +184,7 @@ def cdfl_bound(
         "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
         "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"]) <= 0,
     }
-    conditions = {k: scalar_or_array(np.asarray(c)) for k, c in conditions.items()}
+    conditions = {k: full(c) for k, c in conditions.items()}
     ok = scalar_or_array(
         np.logical_and.reduce(np.broadcast_arrays(*(np.asarray(c) for c in conditions.values())))
     )
@@ -188,20 +195,18 @@ def cdfl_bound(
               "K": K, "zeta": zeta, "delta": delta, "beta_mix": beta_mix, "a": a, "theta": theta,
               "alpha": alpha, "init_dist2": init_dist2}  # fmt: skip
     return CDFLBound(
-        bound=scalar_or_array(np.asarray(initial + noise + higher)),
-        terms={k: scalar_or_array(np.asarray(t)) for k, t in terms.items()},
-        p=scalar_or_array(np.asarray(p)),
-        gamma=scalar_or_array(np.asarray(gamma)),
-        theta=scalar_or_array(np.asarray(theta_)),
-        contraction=scalar_or_array(np.asarray(A)),
-        eta_0=scalar_or_array(np.asarray(eta_0)),
-        a=scalar_or_array(np.asarray(a_)),
-        a_needed=scalar_or_array(np.asarray(np.maximum(16 * kappa, a_needed))),
+        bound=full(initial + noise + higher),
+        terms={k: full(t) for k, t in terms.items()},
+        p=full(p),
+        gamma=full(gamma),
+        theta=full(theta_),
+        contraction=full(A),
+        eta_0=full(eta_0),
+        a=full(a_),
+        a_needed=full(np.maximum(16 * kappa, a_needed)),
         conditions=conditions,
         conditions_ok=ok,
-        order_terms=dict(
-            zip(("first", "second", "third"), (scalar_or_array(np.asarray(o)) for o in order), strict=True)
-        ),
+        order_terms=dict(zip(("first", "second", "third"), (full(o) for o in order), strict=True)),
         message=message,
         inputs=inputs,
     )
