@@ -121,3 +121,30 @@ def test_sum_j5_closed_form_exactly() -> None:
     for n in range(1, 60):
         assert ps.sum_j5(sympy.Integer(n)) == sum(k**5 for k in range(n))
         assert ps.sum_j5(sympy.Integer(n)) <= ps.sum_j5_bound(sympy.Integer(n))
+
+
+@settings(max_examples=60, deadline=None)
+@given(C=mixing_matrices())
+def test_beta_mix_lies_within_one_zeta_of_one(C: np.ndarray) -> None:
+    """1 - zeta <= beta_mix <= 1 + zeta for every mixing matrix (beta_mix = 1 - lambda_N, zeta >= lambda_2 >=
+    lambda_N >= -zeta): the consistency cdfl_bound now requires of a given (zeta, beta_mix)."""
+    from bounds import InputError
+
+    try:
+        s = spectral_summary(C)
+    except InputError:  # zeta = 1 (a periodic C): no finite C-DFL bound to check
+        assume(False)
+    assert 1 - s.zeta - 1e-9 <= s.beta_mix <= 1 + s.zeta + 1e-9
+
+
+def test_cdfl_bound_refuses_a_zeta_and_beta_mix_no_matrix_has() -> None:
+    import pytest
+
+    from bounds import InputError, cdfl_bound, make_graph, mixing_matrix
+
+    base = dict(L=1, mu=0.5, sigma2_bar=1, G2=1, N=10, tau1=2, tau2=2, K=50, delta=0.5)
+    for zeta, beta in ((0.87, 0.0), (0.0, 1.33)):  # C = I has zeta = 1; zeta = 0 means C = J, beta = 1
+        with pytest.raises(InputError, match="cannot belong to one mixing matrix"):
+            cdfl_bound(**base, zeta=zeta, beta_mix=beta)
+    ring = spectral_summary(mixing_matrix(make_graph("ring", 10)))
+    assert cdfl_bound(**base, zeta=ring.zeta, beta_mix=ring.beta_mix).bound > 0

@@ -134,6 +134,14 @@ def cdfl_bound(
     )
     if (v["mu"] > v["L"]).any():
         raise InputError(f"mu = {mu} exceeds L = {L} (expected 0 < mu <= L)")
+    # beta_mix = 1 - lambda_N(C) and zeta = max(|lambda_2|, |lambda_N|) >= lambda_2 >= lambda_N >= -zeta
+    slack = 1e-9
+    apart = (v["beta_mix"] < 1 - v["zeta"] - slack) | (v["beta_mix"] > 1 + v["zeta"] + slack)
+    if apart.any():
+        raise InputError(
+            f"beta_mix = {beta_mix} and zeta = {zeta} cannot belong to one mixing matrix (expected 1 - zeta "
+            "<= beta_mix <= 1 + zeta, as beta_mix = 1 - lambda_N(C) and zeta = max(|lambda_2|, |lambda_N|))"
+        )
     kappa = v["L"] / v["mu"]
     # eta_0 = 4 / (mu a) must satisfy Lemma 13's step condition: a >= 4 / (mu eta*)
     # (times 1 + 1e-12 so that rounding cannot put eta_0 a hair outside the condition)
