@@ -188,13 +188,13 @@ def _optimize_cdfl(args: argparse.Namespace) -> dict[str, Any]:
     result = optimize_cdfl(**_arguments(optimize_cdfl, args, **given))
     _require_success(result)
     best = result.grid_frame().sort_values("bound", kind="stable").iloc[0]
-    found = result.to_dict()
+    found = {k: v for k, v in result.to_dict().items() if k not in result.when_set}
     out.update(
         zeta=zeta,
         bound_used="cdfl (Lemma 13)",
-        compressor=found.pop("compressor"),
-        compressor_param=found.pop("parameter"),
-        delta=found.pop("delta"),
+        compressor=result.compressor,
+        compressor_param=result.parameter,  # None for identity
+        delta=result.delta,
         bits_per_message=float(best["bits_per_message"]),
         **found,
     )

@@ -108,6 +108,9 @@ def _require_pepit() -> Any:
     return PEPit
 
 
+PEP_MATRIX_TOL = 1e-5  # rows and symmetry of a C typed to 6 digits (np.allclose's tolerance, as before)
+
+
 def _check_inputs(C: Any, tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float,
                   heterogeneity: float, metric: str, initial: str) -> np.ndarray:  # fmt: skip
     """C as a validated dense float array (Assumption 1.6: symmetric, non-negative, doubly stochastic; a
@@ -118,7 +121,7 @@ def _check_inputs(C: Any, tau1: int, tau2: int, rounds: int, eta: float, L: floa
         raise InputError(
             f"initial = {initial!r} is unknown (expected one of {', '.join(INITIAL_CONDITIONS)})"
         )
-    return as_dense(check_mixing_matrix(C, require_connected=False))
+    return as_dense(check_mixing_matrix(C, tol=PEP_MATRIX_TOL, require_connected=False))
 
 
 def _check_schedule(tau1: int, tau2: int, rounds: int, eta: float, L: float, gap: float, metric: str) -> None:

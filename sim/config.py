@@ -176,7 +176,17 @@ class RunConfig:
             raise InputError(
                 f"compressor = {self.compressor!r} is unknown (expected one of: {', '.join(COMPRESSORS)})"
             )
-        make_compressor(self.compressor, self.compressor_param)  # its parameter (the dimension comes later)
+        if self.compressor_param is not None and not algorithm(self.algorithm).compressed:
+            raise InputError(
+                f"compressor_param = {self.compressor_param!r} needs algorithm 'cdfl', the compressed one "
+                f"(got {self.algorithm!r})"
+            )
+        make_compressor(self.compressor, self.compressor_parameter())  # (the dimension is checked later)
+
+    def compressor_parameter(self) -> float | None:
+        """The compressor's parameter: ``compressor_param``, except for identity, which takes none (a sweep
+        over compressors shares one value in its [base])."""
+        return None if self.compressor == "identity" else self.compressor_param
 
     def _check_types(self) -> None:
         """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""
@@ -206,10 +216,14 @@ class RunConfig:
         return [name.strip().replace("-", "_") for name in self.allow_change.split(",") if name.strip()]
 
 
+JSON_NOT_REPEATED = ("out", "resume", "allow_change")
+"""Fields of a run's config.json that a run repeated from it does not take (its folder and resumption)."""
+
+
 def config_file_values(path: str | Path) -> dict[str, Any]:
     """The RunConfig fields a file gives: a TOML file of fields (``--config``), or a run's ``config.json``
-    (its ``resolved`` record left out), so that a run can be repeated from its folder. InputError for a
-    missing or unreadable file and for an unknown key."""
+    (its ``resolved`` record and JSON_NOT_REPEATED left out), so that a run can be repeated from its
+    folder. InputError for a missing or unreadable file and for an unknown key."""
     file = Path(path)
     if not file.is_file():
         raise InputError(
@@ -220,7 +234,8 @@ def config_file_values(path: str | Path) -> dict[str, Any]:
             raw = json.loads(file.read_text())
             if not isinstance(raw, dict):
                 raise ValueError("not an object of fields")
-            raw.pop("resolved", None)
+            for key in ("resolved", *JSON_NOT_REPEATED):  # a repeat writes where it is told, afresh
+                raw.pop(key, None)
         else:
             raw = tomllib.loads(file.read_text())
     except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors

@@ -48,6 +48,7 @@ __all__ = [
     "allowed_cpus",
     "automatic_threads",
     "busy_cores",
+    "physical_memory",
     "retain_freed_memory",
 ]
 
@@ -59,6 +60,14 @@ _SETTINGS = {
     "MALLOC_MMAP_MAX_": (M_MMAP_MAX, 0),
     "MALLOC_TRIM_THRESHOLD_": (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
 }
+
+
+def physical_memory() -> float:
+    """Bytes of physical memory of this machine (inf where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
 
 
 def retain_freed_memory() -> bool:

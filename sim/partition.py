@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bounds import InputError
-from bounds._checks import whole_numbers
+from bounds._checks import real_number, whole_numbers
 
 __all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "Shards", "make_partition"]
 
@@ -18,9 +18,8 @@ __all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "Shards", "make_partition"
 def _check(labels: np.ndarray, nodes: int, rng: np.random.Generator) -> None:
     """The arguments every ``split`` takes: one label per sample, a whole number of nodes, a generator."""
     if not isinstance(labels, np.ndarray) or labels.ndim != 1:
-        raise InputError(
-            f"labels of shape {np.shape(labels)} (expected a 1-d numpy array, one label per training sample)"
-        )
+        what = f"of shape {labels.shape}" if isinstance(labels, np.ndarray) else f"a {type(labels).__name__}"
+        raise InputError(f"labels {what} (expected a 1-d numpy array, one label per training sample)")
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
         raise InputError(f"nodes = {nodes!r} is not an integer (expected a whole number >= 1)")
     if not isinstance(rng, np.random.Generator):
@@ -73,9 +72,7 @@ class Dirichlet:
     alpha: float = 0.5
 
     def __post_init__(self) -> None:
-        value = self.alpha
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < np.inf:
-            raise InputError(f"alpha = {value!r} is out of range (expected a finite number > 0)")
+        object.__setattr__(self, "alpha", real_number("alpha", self.alpha, low=0, low_open=True))
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
         _check(labels, nodes, rng)

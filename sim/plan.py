@@ -44,7 +44,9 @@ from bounds.plan.optimize import budget_grid, optimize_dfl
 from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, fingerprint
+from sim.errors import RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
+from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
 from sim.runner import run
 from sim.setup import prepare
@@ -347,7 +349,14 @@ def plan(
     for i, (row, seed) in enumerate(jobs, 1):
         found = [r for r in records if _same_configuration(r, row, seed)]
         if not found:
-            found = [_simulation(config, row, seed, out / "runs", settings.mu)]
+            if interrupt_requested():  # Ctrl-C during the estimate or between simulations
+                raise RunInterrupted(f"interrupted before simulation {i} of {len(jobs)}; {i - 1} are kept")
+            try:
+                found = [_simulation(config, row, seed, out / "runs", settings.mu)]
+            except RunInterrupted:  # its checkpoint is not used: a plan's simulation restarts
+                raise RunInterrupted(
+                    f"interrupted in simulation {i} of {len(jobs)} (it restarts next time); {i - 1} are kept"
+                ) from None
             records += found
             _atomic_csv(pd.DataFrame(records), path)
         current.append({**found[0], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]})

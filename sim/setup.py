@@ -8,6 +8,7 @@ makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
 from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
 from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
+from sim.host import physical_memory
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
 from sim.trainer import Trainer
@@ -134,18 +136,20 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
     )
-    if config.batch_size > len(data.y_train):  # drawn with replacement, beyond a node's own part too (many
-        # nodes with few samples each); beyond the whole training set surely a typo (99999999999 asked
-        # torch for 4 TB)
+    batch_bytes = 4.0 * config.nodes * config.batch_size * math.prod(data.input_shape)
+    if batch_bytes > physical_memory():  # drawn with replacement, a batch may exceed a node's data (many
+        # small nodes, small data sets); one whose inputs alone exceed the memory (99999999999 asked torch
+        # for 4 TB) is refused here, not by the allocator
         raise InputError(
-            f"batch_size = {config.batch_size} is more than the whole training set ({len(data.y_train)} "
-            "samples; expected at most that, or 0 for the full local data)"
+            f"batch_size = {config.batch_size}: a step's inputs alone would take {batch_bytes / 2**30:.3g} "
+            f"GiB on {config.nodes} nodes, more than this machine's {physical_memory() / 2**30:.3g} GiB "
+            "(expected a smaller batch, or 0 for the full local data)"
         )
     torch.manual_seed(config.seed)
     model = make_model(config.model, data.input_shape, data.num_classes).to(device)
     stack = Stack(model)
     tau1, tau2, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
-    compressor = make_compressor(config.compressor, config.compressor_param)
+    compressor = make_compressor(config.compressor, config.compressor_parameter())
     compressor.check_dimension(stack.d)
     bits = compressor.bits(stack.d)
     if config.bandwidth:
@@ -177,18 +181,31 @@ def prepare_out(config: RunConfig) -> Path:
 
 def prepare_outs(configs: Sequence[RunConfig]) -> list[Path]:
     """The run folders of several runs (a sweep's) made ready as :func:`prepare_out` does, but only once all
-    of them can be: the resumed runs' checkpoints checked first (reading only), then every folder created
-    and checked writable, then the fresh runs' old files removed. A refused run leaves no other run's
-    folder made or emptied."""
+    of them can be: the resumed runs' checkpoints and every folder's place checked first (reading only),
+    then every folder created and checked writable, then the fresh runs' old files removed. A refused run
+    leaves no other run's folder emptied, nor made (short of a folder that fails only its probe file)."""
     for config in configs:
         if config.resume:
             check_resumable(config, Path(config.out) / "checkpoint.pt")
+        _creatable(Path(config.out))
     outs = [writable_folder(config.out, "out") for config in configs]
     for config, out in zip(configs, outs, strict=True):
         if not config.resume:
             for name in RUN_FILES:
                 (out / name).unlink(missing_ok=True)
     return outs
+
+
+def _creatable(out: Path) -> None:
+    """InputError, as :func:`bounds.cli_tools.writable_folder` words it, where ``out`` is a file or its
+    nearest existing folder is not writable: checked for every run of a sweep before any folder is made
+    (:func:`writable_folder` then creates each, and its probe file remains the last word)."""
+    near = out
+    while not near.exists() and near != near.parent:
+        near = near.parent
+    if not near.is_dir() or not os.access(near, os.W_OK | os.X_OK):
+        why = "a file is in the way" if near.exists() and not near.is_dir() else "permission denied"
+        raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
 
 
 def check_resumable(config: RunConfig, checkpoint: Path) -> None:
@@ -249,7 +266,7 @@ def _check_streams(config: RunConfig, saved: torch.Tensor | list[torch.Tensor] |
     stream and the others restart theirs, as when it was written."""
     random = (
         algorithm(config.algorithm).compressed
-        and make_compressor(config.compressor, config.compressor_param).random
+        and make_compressor(config.compressor, config.compressor_parameter()).random
     )
     if not isinstance(saved, list) or not random:
         return

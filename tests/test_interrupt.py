@@ -76,7 +76,7 @@ def test_an_interrupted_sweep_keeps_its_finished_runs_and_resumes_the_others(tin
     run_sweep(configs("unbroken"))
 
     def progress(done: int, total: int) -> None:
-        if done == 8 + 12:  # both runs took 8 steps together, then the second 12 more
+        if done == 8 + 12:  # the first run's 8 steps and the second's 12: the first finished at step 8
             signal.raise_signal(signal.SIGINT)
 
     with checkpoint_on_interrupt(), pytest.raises(RunInterrupted, match=r"1 runs finished.*1 others"):
@@ -97,3 +97,21 @@ def test_cli_says_how_to_continue_and_exits_130(tiny, tmp_path, capsys, monkeypa
     assert "interrupted at step 1 of 30" in err and "--resume continues it" in err
     monkeypatch.undo()
     assert main([*argv, "--resume"]) == 0
+
+
+def test_an_interrupted_plan_says_its_simulation_restarts(tiny, tmp_path, monkeypatch) -> None:
+    """A plan's simulations run without checkpoints: a Ctrl-C in one says it restarts, and one between
+    simulations stops before the next (both keep the finished ones)."""
+    import sim.plan as plan_module
+    from sim.plan import PlanSettings, plan
+
+    settings = PlanSettings(budget_seconds=40, top=1, others=1, seeds=1, max_tau1=3, max_tau2=3,
+                            estimate_samples=16, hessian_iters=5)  # fmt: skip
+    problem = _config(tiny, tmp_path / "p", partition="shards", nodes=4, batch_size=8)
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: True)  # Ctrl-C in the first simulation
+    with pytest.raises(RunInterrupted, match="interrupted in simulation 1 of 2 \\(it restarts next time\\)"):
+        plan(problem, settings)
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: False)
+    monkeypatch.setattr(plan_module, "interrupt_requested", lambda: True)  # Ctrl-C before a simulation
+    with pytest.raises(RunInterrupted, match="interrupted before simulation 1 of 2; 0 are kept"):
+        plan(problem, settings)

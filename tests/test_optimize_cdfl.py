@@ -102,3 +102,15 @@ def test_the_best_compressor_is_a_field_not_only_message_text() -> None:
     best = r.grid_frame().sort_values("bound", kind="stable").iloc[0]
     assert (r.compressor, r.delta) == (best["compressor"], pytest.approx(best["delta"]))
     assert r.to_dict()["compressor"] == r.compressor and f"compressor : {r.compressor}" in str(r)
+
+
+def test_cli_cdfl_optimize_when_identity_wins(capsys) -> None:
+    """Cheap bandwidth makes identity the best compressor; its parameter None broke the CLI (KeyError)."""
+    from bounds.cli import main
+
+    argv = ["optimize", "--bound", "cdfl", "--L", "1", "--mu", "0.1", "--sigma2", "1", "--G2", "1", "--nodes",
+            "10", "--topology", "ring", "--gap", "1", "--t-comp", "1", "--latency", "0.01", "--bandwidth",
+            "1e9", "--dim", "100", "--budget-seconds", "1000", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["compressor"], out["compressor_param"], out["delta"]) == ("identity", None, 1.0)

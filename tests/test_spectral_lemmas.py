@@ -148,3 +148,13 @@ def test_cdfl_bound_refuses_a_zeta_and_beta_mix_no_matrix_has() -> None:
             cdfl_bound(**base, zeta=zeta, beta_mix=beta)
     ring = spectral_summary(mixing_matrix(make_graph("ring", 10)))
     assert cdfl_bound(**base, zeta=ring.zeta, beta_mix=ring.beta_mix).bound > 0
+
+
+def test_cdfl_bound_takes_one_node() -> None:
+    """C = [[1]]: zeta = beta_mix = 0, which the consistency check must not refuse."""
+    from bounds import cdfl_bound
+
+    s = spectral_summary(np.array([[1.0]]))
+    r = cdfl_bound(L=1, mu=0.1, sigma2_bar=1, G2=1, N=1, tau1=2, tau2=1, K=100, delta=0.5, zeta=s.zeta,
+                   beta_mix=s.beta_mix)  # fmt: skip
+    assert r.bound > 0

@@ -145,7 +145,12 @@ def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:
     with pytest.raises(InputError, match="does not exist"):  # found only when the point is prepared
         missing = {"topology": f"edges:{tmp_path / 'nope'}", "out": str(tmp_path / "b")}
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}), RunConfig(**{**base, **missing})])
-    assert not (tmp_path / "a").exists()  # the first point's folder was made before the second was refused
+    assert not (tmp_path / "a").exists()  # (it used to be made before the second point was refused)
+    (tmp_path / "file").write_text("")  # a later run whose folder cannot be made: none is made before
+    with pytest.raises(InputError, match="a file is in the way"):
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "out": str(tmp_path / "file" / "b")})])  # fmt: skip
+    assert not (tmp_path / "a").exists()
 
 
 def test_a_refused_resume_in_a_sweep_leaves_the_other_runs_results(tiny, tmp_path) -> None:

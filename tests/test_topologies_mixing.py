@@ -210,7 +210,7 @@ def test_graph_and_matrix_helpers_name_what_they_cannot_use(tmp_path) -> None:
         (lambda: mixing_matrix(nx.DiGraph([(0, 1), (1, 0)])), "the graph is directed"),
         (lambda: mixing_matrix(np.eye(3)), "expected a networkx Graph"),
         (lambda: load_matrix(123), "matrix file = 123 \\(expected a path"),
-        (lambda: from_edge_list([(0,)]), "expected a file path or a list of \\(u, v\\) pairs"),
+        (lambda: from_edge_list([(0,)]), "expected a file path or \\(u, v\\) pairs"),
         (lambda: from_edge_list([(0, 0)]), "the edge list has no edges"),
         (lambda: from_edge_list(5), "edges = 5"),
         (lambda: lazy(np.eye(3) * 3), "row 0 of C sums to 3"),
@@ -219,3 +219,19 @@ def test_graph_and_matrix_helpers_name_what_they_cannot_use(tmp_path) -> None:
         with pytest.raises(InputError, match=message):
             call()
     assert make_graph("erdos-renyi", 10, p=0.5, seed=1).number_of_nodes() == 10  # its own options pass
+
+
+def test_edge_lists_from_any_iterable_of_pairs_and_from_networkx_files(tmp_path) -> None:
+    """The review found these refused by the first stricter version: arrays, edge views, zips, array rows,
+    networkx's own write_edgelist ('0 1 {}'); numeric object matrices (sympy, Fraction) too."""
+    from fractions import Fraction
+
+    g = nx.cycle_graph(5)
+    for edges in (np.array(list(g.edges)), g.edges, zip([0, 1, 2], [1, 2, 0], strict=True),
+                  [np.array([0, 1]), np.array([1, 2])]):  # fmt: skip
+        assert from_edge_list(edges).number_of_edges() >= 2
+    nx.write_edgelist(g, tmp_path / "ring.edges")
+    assert nx.is_isomorphic(from_edge_list(tmp_path / "ring.edges"), g)
+    assert check_mixing_matrix([[Fraction(1, 2)] * 2] * 2).dtype == np.float64
+    with pytest.raises(InputError, match=r"\(0, -1\) is not one"):
+        from_edge_list([(0, 1), (0, -1)])

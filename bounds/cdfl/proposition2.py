@@ -137,6 +137,7 @@ def cdfl_bound(
     # beta_mix = 1 - lambda_N(C) and zeta = max(|lambda_2|, |lambda_N|) >= lambda_2 >= lambda_N >= -zeta
     slack = 1e-9
     apart = (v["beta_mix"] < 1 - v["zeta"] - slack) | (v["beta_mix"] > 1 + v["zeta"] + slack)
+    apart &= v["N"] >= 2  # one node: C = [[1]], zeta = beta_mix = 0 (no lambda_2)
     if apart.any():
         raise InputError(
             f"beta_mix = {beta_mix} and zeta = {zeta} cannot belong to one mixing matrix (expected 1 - zeta "

@@ -177,6 +177,15 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     return check_mixing_matrix(C if sparse else C.toarray(), require_connected=False)
 
 
+def _real_objects(C: object) -> bool:
+    """Whether an object array holds only real numbers (none a string, a bool or complex; each converts)."""
+    items = np.asarray(C).ravel()
+    try:
+        return all(not isinstance(x, str | bytes | bool | complex) and float(x) == float(x) for x in items)
+    except (TypeError, ValueError):
+        return False
+
+
 def _kind(C: object) -> str:
     """The numpy dtype kind of a dense C ('?' when it is not an array of one type, e.g. ragged rows)."""
     try:
@@ -199,6 +208,8 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     bounds._checks.InputError: C is not symmetric: |C[0, 1] - C[1, 0]| = 0.1 (expected C = C^T within 1e-10)
     """
     kind = C.dtype.kind if sp.issparse(C) else _kind(C)
+    if kind == "O":  # objects: numbers such as sympy Rationals or Fractions are real numbers too
+        kind = "f" if _real_objects(C) else "?"
     if kind not in "iuf":  # strings would convert, a complex C lose its imaginary part (a warning only)
         names = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "strings"}
         what = names.get(kind, "no numbers")

@@ -154,15 +154,34 @@ def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Grap
         graph = nx.Graph()
         graph.add_edges_from(_read_edges(Path(path_or_edges)))
     else:
-        pairs = list(path_or_edges) if isinstance(path_or_edges, list | tuple) else None
-        if pairs is None or not all(isinstance(e, list | tuple) and len(e) == 2 for e in pairs):
-            raise InputError(f"edges = {path_or_edges!r} (expected a file path or a list of (u, v) pairs)")
         graph = nx.Graph()
-        graph.add_edges_from(pairs)
+        graph.add_edges_from(_pairs(path_or_edges))
     graph.remove_edges_from(nx.selfloop_edges(graph))
     if graph.number_of_edges() == 0:  # (a self-loop alone is no edge between nodes)
         raise InputError("the edge list has no edges (expected at least one 'u v' pair)")
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
+
+
+def _pairs(edges: object) -> list[tuple[int, int]]:
+    """(u, v) pairs of integer node ids >= 0 from any iterable of pairs (a list, an (E, 2) array, a networkx
+    edge view, a zip); InputError naming the first pair that is not one."""
+    bad = f"edges = {edges!r:.80} (expected a file path or (u, v) pairs of integer node ids >= 0)"
+    if isinstance(edges, str | bytes) or not hasattr(edges, "__iter__"):
+        raise InputError(bad)
+    pairs = []
+    for e in edges:
+        values = tuple(e) if hasattr(e, "__iter__") and not isinstance(e, str | bytes) else ()
+        if len(values) != 2 or not all(_node_id(x) is not None for x in values):
+            raise InputError(f"{bad}: {e!r} is not one")
+        pairs.append((_node_id(values[0]), _node_id(values[1])))
+    return pairs
+
+
+def _node_id(x: object) -> int | None:
+    """x as a node id (an integer >= 0, of any integer type or a whole float), or None."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        return None
+    return int(x) if float(x) == int(x) and x >= 0 else None
 
 
 def _read_edges(file: Path) -> list[tuple[int, int]]:
@@ -179,6 +198,8 @@ def _read_edges(file: Path) -> list[tuple[int, int]]:
     edges = []
     for number, line in enumerate(lines, 1):
         fields = [f for f in re.split(r"[,\s]+", line.split("#")[0].strip()) if f]
+        if fields[2:] == ["{}"]:  # networkx's write_edgelist adds each edge's (empty) attribute dict
+            fields = fields[:2]
         if not fields:
             continue
         if len(fields) != 2 or not all(re.fullmatch(r"\d+", f) for f in fields):
