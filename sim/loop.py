@@ -328,7 +328,8 @@ class RunRecorder:
         gens = self.comm.gather(state.gen.get_state()) if state.gen is not None else None  # one per process
         if self.comm.is_main:
             saved = fingerprint(self.config) | {"steps": self.config.steps}
-            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved)
+            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved,
+                             self.s.digest)  # fmt: skip
         self._last_save = time.perf_counter()
 
 
@@ -476,10 +477,13 @@ def _save_checkpoint(
     hat: dict[str, torch.Tensor],
     counters: dict,
     config: dict[str, Any],
+    digest: str = "",
 ) -> None:
-    """``gens``: the state of every process's compressor generator, in rank order (None: no generator)."""
+    """``gens``: the state of every process's compressor generator, in rank order (None: no generator);
+    ``digest``: the run's :func:`sim.setup.mixing_digest`."""
     state = {
         "config": config,
+        "mixing_digest": digest or None,
         "X": _owned(X.cpu()),
         "t": t,
         "sampler": sampler.state(),

@@ -8,6 +8,7 @@ makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -122,6 +123,7 @@ class Setup:
     x0: torch.Tensor
     device: torch.device
     out: Path
+    digest: str = ""  # mixing_digest(C): what a resumed run must share with its checkpoint beyond settings
 
 
 def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -> Setup:
@@ -161,32 +163,52 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
         cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
-    out = prepare_out(config) if main else Path(config.out)  # once every input is checked
-    return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out)
+    digest = mixing_digest(C)
+    out = prepare_out(config, digest) if main else Path(config.out)  # once every input is checked
+    return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, digest)
+
+
+def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:
+    """A digest of a run's mixing matrix C, kept in its checkpoint: the same settings can build another C
+    (an edited edges: or matrix: file; Erdos-Renyi graphs above 10,000 nodes changed generator on
+    2026-11-27), and a resumed run must not gossip through another graph silently. (x_0 is not in it: a
+    resumed run continues from the checkpoint's X.)"""
+    h = hashlib.sha256()
+    if isinstance(C, ExactAverage):
+        h.update(f"J{C.n}".encode())
+    elif sp.issparse(C):
+        M = sp.csr_matrix(C, dtype=np.float64)
+        M.sort_indices()
+        for part in (M.indptr, M.indices, M.data):
+            h.update(np.ascontiguousarray(part).tobytes())
+    else:
+        h.update(np.ascontiguousarray(C, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
 
 
 RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")
 
 
-def prepare_out(config: RunConfig) -> Path:
+def prepare_out(config: RunConfig, digest: str | None = None) -> Path:
     """The run folder, created and checked writable; a fresh run removes an earlier run's files.
 
     With ``resume`` the folder must hold a checkpoint whose config matches (see
     :func:`check_resumable`); without it, an old ``checkpoint.pt`` / ``summary.json`` /
     ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
-    the old checkpoint, so they are removed.
+    the old checkpoint, so they are removed. ``digest``: the run's :func:`mixing_digest` (a resume is
+    refused when its checkpoint holds another).
     """
-    return prepare_outs([config])[0]
+    return prepare_outs([config], [digest])[0]
 
 
-def prepare_outs(configs: Sequence[RunConfig]) -> list[Path]:
+def prepare_outs(configs: Sequence[RunConfig], digests: Sequence[str | None] | None = None) -> list[Path]:
     """The run folders of several runs (a sweep's) made ready as :func:`prepare_out` does, but only once all
     of them can be: the resumed runs' checkpoints and every folder's place checked first (reading only),
     then every folder created and checked writable, then the fresh runs' old files removed. A refused run
     leaves no other run's folder emptied, nor made (short of a folder that fails only its probe file)."""
-    for config in configs:
+    for config, digest in zip(configs, digests or [None] * len(configs), strict=True):
         if config.resume:
-            check_resumable(config, Path(config.out) / "checkpoint.pt")
+            check_resumable(config, Path(config.out) / "checkpoint.pt", digest)
         _creatable(Path(config.out))
     outs = [writable_folder(config.out, "out") for config in configs]
     for config, out in zip(configs, outs, strict=True):
@@ -208,8 +230,9 @@ def _creatable(out: Path) -> None:
         raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
 
 
-def check_resumable(config: RunConfig, checkpoint: Path) -> None:
-    """Refuse ``--resume`` without a checkpoint, or with settings that differ from the checkpoint's.
+def check_resumable(config: RunConfig, checkpoint: Path, digest: str | None = None) -> None:
+    """Refuse ``--resume`` without a checkpoint, or with settings that differ from the checkpoint's, or
+    (``digest``, :func:`mixing_digest`) where the same settings now build another C.
 
     Fields named in ``allow_change`` (from RESUMABLE_CHANGES) may differ; the others must not.
     """
@@ -234,6 +257,13 @@ def check_resumable(config: RunConfig, checkpoint: Path) -> None:
         hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        )
+    before = state.get("mixing_digest")  # absent in checkpoints written before 2026-11-27
+    if digest is not None and before is not None and before != digest:
+        raise InputError(
+            "resume: the same settings now build another mixing matrix C than the checkpoint's (an edited "
+            "edges:/matrix: file, or Erdos-Renyi above 10,000 nodes, drawn by another generator since "
+            "2026-11-27; expected the same C, or a run without --resume)"
         )
     _check_streams(config, state.get("gen"))
 

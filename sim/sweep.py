@@ -337,7 +337,7 @@ def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]
         torch.set_num_threads(first.threads)
     data = load_dataset(first.dataset, first.data_dir)
     setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
-    for setup, out in zip(setups, prepare_outs(configs), strict=True):
+    for setup, out in zip(setups, prepare_outs(configs, [s.digest for s in setups]), strict=True):
         setup.out = out
     trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
     device = setups[0].device

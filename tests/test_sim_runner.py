@@ -360,3 +360,18 @@ def test_review_fixes_for_runs(tiny, tmp_path, capsys) -> None:
     assert Dirichlet(np.float32(0.5)).alpha == 0.5 and Dirichlet(np.int64(1)).alpha == 1.0
     with pytest.raises(InputError, match="labels a list"):
         IID().split([0, 1, 2], 2, np.random.default_rng(0))
+
+
+def test_resume_refuses_a_checkpoint_whose_mixing_matrix_the_settings_no_longer_build(tiny, tmp_path) -> None:
+    """The same flags can build another C (here: the edge list edited between the stop and the resume);
+    the resumed run used to gossip through the new graph silently."""
+    edges = tmp_path / "ring.txt"
+    edges.write_text("0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n")
+    first = config(tiny, tmp_path, topology=f"edges:{edges}", steps=16)
+    run(first)
+    longer = config(tiny, tmp_path, topology=f"edges:{edges}", steps=24, resume=True)
+    edges.write_text("0 2\n2 1\n1 3\n3 4\n4 5\n5 0\n")  # another ring (nodes in another order): another C
+    with pytest.raises(InputError, match="the same settings now build another mixing matrix C"):
+        run(longer)
+    edges.write_text("0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n")  # the graph of the checkpoint: it resumes
+    assert run(longer)["steps"] == 24
