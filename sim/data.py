@@ -197,6 +197,20 @@ def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
         )
 
 
+def _check_node_ids(path: Path, node: np.ndarray, samples: int) -> None:
+    """A user data set's ``node`` array: one whole-number id in 0 .. samples - 1 per training sample."""
+    if node.ndim != 1 or len(node) != samples:
+        raise DataError(f"{path}: node has shape {node.shape} (expected one node id per training sample)")
+    if not whole_numbers(node):
+        raise DataError(
+            f"{path}: node has dtype {node.dtype} with values that are not whole numbers (expected integer "
+            "node ids 0, 1, 2, ...)"
+        )
+    if len(node) and (node.min() < 0 or node.max() >= len(node)):
+        bad = node.min() if node.min() < 0 else node.max()
+        raise DataError(f"{path}: node has an id {bad:g} (expected node ids 0 .. {len(node) - 1})")
+
+
 def load_npz(path: Path) -> Dataset:
     """A user data set: ``x_train, y_train, x_test, y_test`` (+ optional ``node``) in one .npz."""
     if not path.is_file():
@@ -232,16 +246,8 @@ def load_npz(path: Path) -> Dataset:
             f"{arrays['x_train'].shape[1:]} (expected the same shape for both)"
         )
     node = arrays.get("node")
-    if node is not None and (node.ndim != 1 or len(node) != len(y_train)):
-        raise DataError(f"{path}: node has shape {node.shape} (expected one node id per training sample)")
-    if node is not None and not whole_numbers(node):
-        raise DataError(
-            f"{path}: node has dtype {node.dtype} with values that are not whole numbers (expected integer "
-            "node ids 0, 1, 2, ...)"
-        )
-    if node is not None and len(node) and (node.min() < 0 or node.max() >= len(node)):
-        bad = node.min() if node.min() < 0 else node.max()
-        raise DataError(f"{path}: node has an id {bad:g} (expected node ids 0 .. {len(node) - 1})")
+    if node is not None:
+        _check_node_ids(path, node, len(y_train))
     classes = int(max(y_train.max(initial=0), y_test.max(initial=0))) + 1
     as_x = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
     as_y = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))  # noqa: E731

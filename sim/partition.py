@@ -54,7 +54,7 @@ class Shards:
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
         _check(labels, nodes, rng)
-        if self.shards_per_node < 1 or self.shards_per_node * nodes > len(labels):
+        if self.shards_per_node * nodes > len(labels):  # (>= 1: __post_init__)
             raise InputError(
                 f"shards_per_node = {self.shards_per_node} does not fit {len(labels)} samples on "
                 f"{nodes} nodes (expected 1 <= shards_per_node * nodes <= samples)"

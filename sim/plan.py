@@ -404,9 +404,14 @@ def problem_key(config: RunConfig, settings: PlanSettings) -> dict[str, Any]:
     simulation (PLAN_CHOOSES), plus ``eval_samples`` (the measured losses are taken on that sample), and
     how the constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the validation's
     settings are not in it: they may change between calls in one folder."""
-    run_fields = {k: v for k, v in fingerprint(config).items() if k not in PLAN_CHOOSES}
-    estimation = {k: getattr(settings, k) for k in ESTIMATION_FIELDS}
-    key = {"config": run_fields | {"eval_samples": config.eval_samples}, "estimation": estimation}
+    return _problem_of(dataclasses.asdict(config), dataclasses.asdict(settings))
+
+
+def _problem_of(config: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """:func:`problem_key` from a config's and a plan's settings as dicts (a field a dict lacks: None)."""
+    run_fields = {k: config.get(k) for k in fingerprint(RunConfig()) if k not in PLAN_CHOOSES}
+    estimation = {k: settings.get(k) for k in ESTIMATION_FIELDS}
+    key = {"config": run_fields | {"eval_samples": config.get("eval_samples")}, "estimation": estimation}
     return json.loads(json.dumps(jsonable(key), sort_keys=True))
 
 
@@ -416,12 +421,7 @@ def _saved_problem(saved: dict[str, Any]) -> dict[str, Any]:
     if "problem" in saved:
         return saved["problem"]
     old = saved.get("settings", {})
-    config, plan_settings = old.get("config", {}), old.get("plan", {})
-    return {
-        "config": {k: config.get(k) for k in fingerprint(RunConfig()) if k not in PLAN_CHOOSES}
-        | {"eval_samples": config.get("eval_samples")},
-        "estimation": {k: plan_settings.get(k) for k in ESTIMATION_FIELDS},
-    }
+    return _problem_of(old.get("config", {}), old.get("plan", {}))
 
 
 def _check_same_problem(out: Path, saved: dict[str, Any], problem: dict[str, Any]) -> None:

@@ -139,12 +139,13 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
     )
     batch_bytes = 4.0 * config.nodes * config.batch_size * math.prod(data.input_shape)
-    if batch_bytes > physical_memory():  # drawn with replacement, a batch may exceed a node's data (many
+    memory = physical_memory()
+    if batch_bytes > memory:  # drawn with replacement, a batch may exceed a node's data (many
         # small nodes, small data sets); one whose inputs alone exceed the memory (99999999999 asked torch
         # for 4 TB) is refused here, not by the allocator
         raise InputError(
             f"batch_size = {config.batch_size}: a step's inputs alone would take {batch_bytes / 2**30:.3g} "
-            f"GiB on {config.nodes} nodes, more than this machine's {physical_memory() / 2**30:.3g} GiB "
+            f"GiB on {config.nodes} nodes, more than this machine's {memory / 2**30:.3g} GiB "
             "(expected a smaller batch, or 0 for the full local data)"
         )
     torch.manual_seed(config.seed)

@@ -194,9 +194,7 @@ def cdfl_bound(
         "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"]) <= 0,
     }
     conditions = {k: full(c) for k, c in conditions.items()}
-    ok = scalar_or_array(
-        np.logical_and.reduce(np.broadcast_arrays(*(np.asarray(c) for c in conditions.values())))
-    )
+    ok = full(np.logical_and.reduce([np.asarray(c) for c in conditions.values()]))  # each of the grid's shape
     failed = [k for k, c in conditions.items() if not np.all(c)]
     message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
