@@ -135,8 +135,10 @@ def test_growing_loss_is_divergence_and_json_survives_nan(capsys, tiny, tmp_path
     """logreg with eta = 1e9: the loss explodes (finite at first); the summary says so, JSON stays valid."""
     out = tmp_path / "run"
     code = sim_main([*_base(tiny, out)[:-2], "--eta", "1e9", "--steps", "40", "--json"])
-    summary = json.loads(capsys.readouterr().out)
-    assert code == 0 and summary["diverged"] is True and "grew from" in summary["message"]
+    printed = capsys.readouterr()
+    summary = json.loads(printed.out)
+    assert code == 3 and summary["diverged"] is True and "grew from" in summary["message"]
+    assert printed.err.startswith("dfl-sim: the run diverged at step") and str(out) in printed.err
     json.loads((out / "summary.json").read_text())  # strict JSON: no bare NaN
     code = sim_main([*_base(tiny, out)[:-2], "--eta", "1e30", "--steps", "40", "--json"])
     summary = json.loads(capsys.readouterr().out)
@@ -338,6 +340,8 @@ def test_verdicts_need_evidence() -> None:
         "from sim.cli import main; exit_code = main(['run', '--nodes', '0'])",
         "from sim.cli import main; exit_code = main(['run', '--model', 'foo'])",
         "from sim.cli import main; exit_code = main(['run', '--dataset', 'mnist2'])",
+        "from sim.cli import main; exit_code = main(['run', '--topology', 'rnig'])",
+        "from sim.cli import main; exit_code = main(['run', '--weights', 'uniform'])",
         "from paper_checks.cli import main; exit_code = main(['--device', 'tpu'])",
         "from sim.cli import main; exit_code = main(['sweep', 'no-such-grid.toml'])",
         "from paper_checks.cli import main; exit_code = main(['--help'])",

@@ -11,6 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 from bounds import InputError, check_mixing_matrix, lazy, load_matrix, make_graph, mixing_matrix
+from bounds.graph import mixing as mixing_module
+from bounds.graph.names import TOPOLOGY_NAMES, WEIGHT_RULES
 from bounds.graph.topologies import TOPOLOGIES, erdos_renyi, from_edge_list, quasi_ring, ring, torus
 
 SIZES = {"hypercube": 16, "torus": 12}
@@ -87,6 +89,16 @@ def test_bad_topology_arguments(name: str, nodes: object, message: str) -> None:
 def test_unknown_weight_rule() -> None:
     with pytest.raises(InputError, match=r"unknown weight rule 'uniform' \(expected one of: paper"):
         mixing_matrix(ring(5), "uniform")
+
+
+def test_light_names_are_the_builders_names() -> None:
+    """`bounds.graph.names` (read before networkx loads) lists exactly the builders and weight rules, each of
+    which works."""
+    assert TOPOLOGY_NAMES == tuple(TOPOLOGIES)
+    for rule in WEIGHT_RULES:
+        C = mixing_matrix(ring(5), rule)
+        assert np.allclose(np.asarray(C).sum(axis=1), 1.0)
+    assert set(WEIGHT_RULES) == {"lazy", *mixing_module._EDGE_WEIGHTS}
 
 
 @pytest.mark.parametrize(

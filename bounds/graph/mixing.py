@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from bounds._checks import InputError, absent_file
+from bounds.graph.names import WEIGHT_RULES, check_weight_rule
 
 __all__ = [
     "RULES",
@@ -128,7 +129,7 @@ _EDGE_WEIGHTS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "metropolis": _metropolis_weights,
     "max-degree": _max_degree_weights,
 }
-RULES = (*_EDGE_WEIGHTS, "lazy")
+RULES = WEIGHT_RULES  # the keys of _EDGE_WEIGHTS and "lazy" (tested)
 
 
 def lazy(C: Matrix) -> Matrix:
@@ -161,8 +162,7 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
         raise InputError("the graph is directed (expected an undirected networkx Graph: C must be symmetric)")
     if rule == "lazy":
         return lazy(mixing_matrix(graph, "metropolis", sparse=sparse))
-    if rule not in _EDGE_WEIGHTS:
-        raise InputError(f"unknown weight rule {rule!r} (expected one of: {', '.join(RULES)})")
+    check_weight_rule(rule)
     edges, degrees, n = _edges_and_degrees(graph)
     if n == 0:
         raise InputError("the graph has no nodes (expected at least one)")

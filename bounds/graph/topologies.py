@@ -23,6 +23,7 @@ import networkx as nx
 import numpy as np
 
 from bounds._checks import InputError, absent_file
+from bounds.graph.names import check_topology_name
 
 __all__ = [
     "TOPOLOGIES",
@@ -230,10 +231,8 @@ def make_graph(name: str, nodes: int, **options: object) -> nx.Graph:
     >>> make_graph("ring", 5).number_of_edges()
     5
     """
-    try:
-        builder = TOPOLOGIES[name]
-    except KeyError:
-        raise InputError(f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGIES)})") from None
+    check_topology_name(name)
+    builder = TOPOLOGIES[name]
     accepted = set(inspect.signature(builder).parameters) - {"nodes"}
     unknown = sorted(set(options) - accepted)
     if unknown:

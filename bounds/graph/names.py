@@ -1,0 +1,35 @@
+"""The names a topology argument may take, without networkx (about 0.6 s to import): a caller such as
+``dfl-sim``'s config refuses an unknown name before anything heavy loads. ``tests/test_topologies_mixing``
+holds these equal to the builders of :data:`bounds.graph.topologies.TOPOLOGIES` and the rules of
+:func:`bounds.graph.mixing.mixing_matrix`."""
+
+from __future__ import annotations
+
+from bounds._checks import InputError
+
+TOPOLOGY_NAMES = (
+    "ring", "quasi-ring", "torus", "complete", "star", "path", "hypercube", "exponential", "erdos-renyi",
+)  # fmt: skip
+WEIGHT_RULES = ("paper", "metropolis", "max-degree", "lazy")
+FILE_PREFIXES = ("matrix:", "edges:")
+"""A topology argument ``matrix:PATH`` (C as given) or ``edges:PATH`` (an edge list and a weight rule)."""
+
+
+def check_topology_name(name: object) -> None:
+    """Raise InputError unless ``name`` is a graph name of :data:`TOPOLOGY_NAMES`."""
+    if name not in TOPOLOGY_NAMES:
+        raise InputError(f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGY_NAMES)})")
+
+
+def check_weight_rule(rule: object) -> None:
+    """Raise InputError unless ``rule`` is one of :data:`WEIGHT_RULES`."""
+    if rule not in WEIGHT_RULES:
+        raise InputError(f"unknown weight rule {rule!r} (expected one of: {', '.join(WEIGHT_RULES)})")
+
+
+def check_topology_argument(name: str, rule: str) -> None:
+    """A topology argument as the CLIs and the simulator take it: ``matrix:PATH``, ``edges:PATH`` or a graph
+    name, and its weight rule (the files themselves are read later)."""
+    if not name.startswith(FILE_PREFIXES):
+        check_topology_name(name)
+    check_weight_rule(rule)
