@@ -100,7 +100,9 @@ def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:
     """The kind (LOCAL, GOSSIP or BOTH) of each step t = 1..T."""
     if algorithm(name).simultaneous:
         return np.full(T, BOTH, dtype=np.int8)
-    return np.where(local_step_mask(tau1, tau2, T), LOCAL, GOSSIP).astype(np.int8)
+    kinds = np.full(T, GOSSIP, dtype=np.int8)
+    kinds[local_step_mask(tau1, tau2, T)] = LOCAL
+    return kinds
 
 
 def local_step_count(name: str, tau1: int, tau2: int, T: int) -> int:

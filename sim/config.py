@@ -6,6 +6,7 @@ import json
 import math
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ import numpy as np
 from bounds import InputError
 from bounds._checks import absent_file
 from bounds.cdfl.compression import COMPRESSORS, make_compressor
+from bounds.dfl.schedule import MAX_STEPS
+from bounds.graph.names import check_topology_argument
 from sim.algorithms import (
     algorithm,
     resolve_schedule,
@@ -101,6 +104,11 @@ class RunConfig:
             value = getattr(self, name)
             if value < 1:
                 raise InputError(f"{name} = {value!r} is out of range (expected an integer >= 1)")
+        if self.steps > MAX_STEPS:
+            raise InputError(
+                f"steps = {self.steps:,} is out of range (expected at most {MAX_STEPS:,}: a run holds its "
+                "schedule, a byte a step)"
+            )
         if self.batch_size < 0:
             raise InputError(
                 f"batch_size = {self.batch_size!r} is out of range (expected >= 0; 0 = full local data)"
@@ -162,8 +170,9 @@ class RunConfig:
         self._check_names()
 
     def _check_names(self) -> None:
-        """The names of the model, data set, partition and compressor, and the compressor's parameter (here,
-        before torch loads: a refused name answers at once)."""
+        """The names of the topology, weight rule, model, data set, partition and compressor, and the
+        compressor's parameter (here, before torch loads: a refused name answers at once)."""
+        check_topology_argument(self.topology, self.weights)
         if self.model not in MODELS:
             raise InputError(f"model = {self.model!r} is unknown (expected one of: {', '.join(MODELS)})")
         if self.dataset not in ("mnist", "cifar10") and not self.dataset.startswith("npz:"):
@@ -210,6 +219,39 @@ class RunConfig:
                 expected = {"str": "a string", "int": "an integer", "bool": "true or false",
                             "float": "a finite number"}[base]  # fmt: skip
                 raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+
+    def without_effect(self, given: Iterable[str]) -> list[tuple[str, str]]:
+        """(field, why) for each of the ``given`` fields (set by the user, as a command-line flag) that would
+        change nothing in this run: a value the run reads only with another partition, schedule, algorithm
+        or topology (a field's default cannot be told from a value the user gave: the caller says which
+        were given)."""
+        record, given, why = algorithm(self.algorithm), set(given), []
+
+        def unused(name: str, reason: str) -> None:
+            if name in given:
+                why.append((name, reason))
+
+        if self.partition != "dirichlet":
+            unused("alpha", f"only partition 'dirichlet' reads it (got partition {self.partition!r})")
+        if self.lr_schedule == "cdfl":
+            unused("eta", "lr_schedule 'cdfl' sets eta_k = 4 / (mu (a + k))")
+        else:
+            for name in ("mu", "a"):
+                unused(name, f"only lr_schedule 'cdfl' reads it (got lr_schedule {self.lr_schedule!r})")
+        if not record.compressed:
+            unused("gamma", f"only algorithm 'cdfl' reads it, CHOCO-G's consensus step (got {record.name!r})")
+        for name in ("tau1", "tau2"):
+            fixed = getattr(record, name)
+            if fixed is not None and getattr(self, name) != fixed:
+                unused(name, f"algorithm {record.name!r} fixes {name} = {fixed}")
+        if record.uses_J:
+            for name in ("topology", "weights"):
+                unused(name, f"algorithm {record.name!r} averages exactly (C = J), over no topology")
+        elif self.topology.startswith("matrix:"):
+            unused("weights", "a topology matrix:PATH gives C itself")
+        if self.bandwidth is not None:
+            unused("t_comm", "with bandwidth, latency + message bits / bandwidth is a gossip step's time")
+        return why
 
     def changes_allowed(self) -> list[str]:
         """The fields ``allow_change`` lets differ from the checkpoint's config on resume."""

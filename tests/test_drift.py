@@ -16,7 +16,7 @@ from conftest import mixing_matrices
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from bounds import make_graph, mixing_matrix, spectral_summary, zeta
+from bounds import InputError, make_graph, mixing_matrix, spectral_summary, zeta
 from bounds.dfl import formulas as f
 from bounds.dfl.noise_drift import noise_drift
 from bounds.dfl.quadratic import exact_quadratic_dfl
@@ -96,6 +96,18 @@ def test_corrected_term_bounds_the_exact_drift(C: np.ndarray, tau1: int, tau2: i
 def test_schedule_of_algorithm1() -> None:
     assert local_step_mask(3, 2, 12).astype(int).tolist() == [1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1]
     assert local_step_mask(1, 0, 3).all()
+
+
+@pytest.mark.parametrize(("tau1", "tau2", "T"), [(2, 1, 7), (4, 4, 40), (1, 5, 3), (5, 2, 23), (3, 0, 5)])
+def test_schedule_equals_the_period_rule(tau1: int, tau2: int, T: int) -> None:
+    """Step t (from 0) is local iff t mod tau < tau1 or t is past the K full rounds (Algorithm 1)."""
+    t, tau = np.arange(T), tau1 + tau2
+    assert np.array_equal(local_step_mask(tau1, tau2, T), ((t % tau) < tau1) | (t >= (T // tau) * tau))
+
+
+def test_schedule_refuses_more_steps_than_it_can_hold() -> None:
+    with pytest.raises(InputError, match=r"T = 1000000000000 is out of range \(expected .* <= 1000000000\)"):
+        local_step_mask(1, 1, 10**12)
 
 
 def test_finding_eq_103_in_full_is_zero_where_the_drift_is_not() -> None:

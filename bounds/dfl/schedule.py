@@ -9,19 +9,24 @@ from bounds._checks import real_array
 __all__ = ["local_step_mask"]
 
 
+MAX_STEPS = 10**9
+"""The most steps T a mask holds (one byte a step: 1 GB)."""
+
+
 def local_step_mask(tau1: int, tau2: int, T: int) -> np.ndarray:
     """Boolean mask over steps t = 1..T: True for a local SGD step, False for a gossip step.
 
     Algorithm 1: K = floor(T / tau) rounds of tau1 local then tau2 gossip steps,
-    then T - K tau local steps.
+    then T - K tau local steps. One byte a step, T <= :data:`MAX_STEPS`.
 
     >>> local_step_mask(2, 1, 7).astype(int).tolist()
     [1, 1, 0, 1, 1, 0, 1]
     """
     t1 = int(real_array("tau1", tau1, low=1, integer=True))
     t2 = int(real_array("tau2", tau2, low=0, integer=True))
-    n = int(real_array("T", T, low=1, integer=True))
+    n = int(real_array("T", T, low=1, high=MAX_STEPS, integer=True))
     tau = t1 + t2
-    t = np.arange(n)
     rounds = n // tau
-    return ((t % tau) < t1) | (t >= rounds * tau)
+    mask = np.ones(n, dtype=bool)
+    mask[: rounds * tau].reshape(rounds, tau)[:, t1:] = False
+    return mask
