@@ -61,6 +61,16 @@ def test_qsgd_expectation_by_enumerating_all_roundings() -> None:
     assert q.expected_error(x) == pytest.approx(brute, rel=1e-12)
 
 
+def test_qsgd_is_scale_equivariant_up_to_float64_extremes() -> None:
+    """Q(c x) = c Q(x) for a power of two c: the norm near 1e298 is computed without squaring past float64
+    (it was NaN), and near 1e-300 without underflowing to 0."""
+    x = np.random.default_rng(1).normal(size=50)
+    q = QSGD(4)
+    for c in (2.0**990, 2.0**-990):
+        scaled = q(c * x, np.random.default_rng(2))
+        assert np.array_equal(scaled, c * q(x, np.random.default_rng(2)))
+
+
 def test_qsgd_before_rescaling_is_unbiased_with_variance_factor_c() -> None:
     """The paper's c: E Q = x and E||Q||^2 <= c ||x||^2 for the unscaled quantizer (Monte Carlo)."""
     rng = np.random.default_rng(0)

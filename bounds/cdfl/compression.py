@@ -222,7 +222,8 @@ class QSGD(Compressor):
         return float(FLOAT_BITS + d * (1 + math.ceil(math.log2(self.s + 1))))
 
     def _levels(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        norm = float(np.linalg.norm(v))
+        top = float(np.max(np.abs(v)))  # scaled: ||v|| of entries near 1e200 would square past float64
+        norm = top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
         scaled = self.s * np.abs(v) / norm if norm > 0 else np.zeros_like(v)
         low = np.floor(scaled)
         return low, scaled - low, norm
