@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bounds import InputError
+from bounds._checks import real_array
 
 __all__ = [
     "bound_heatmap",
@@ -108,9 +109,20 @@ def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], titl
 
 
 def fig3_variance(variance: Sequence[float]) -> Figure:
-    """Fig. 3: variance of node 3's coefficients of the initial parameters against gossip steps."""
+    """Fig. 3: variance of node 3's coefficients of the initial parameters against gossip steps.
+
+    ``variance`` holds one finite number >= 0 a step, at least one; a 0 (exact consensus) is drawn at the
+    bottom of the log axis with a hollow marker, since log 0 has no place on it.
+    """
+    values = real_array("variance", variance, low=0).ravel()
+    zero = values == 0
+    floor = values[~zero].min() / 10 if (~zero).any() else 1e-300
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.semilogy(range(len(variance)), variance, marker="o")
+    steps = np.arange(values.size)
+    ax.semilogy(steps[~zero], values[~zero], marker="o")
+    if zero.any():
+        ax.semilogy(steps[zero], np.full(zero.sum(), floor), "o", mfc="none", label="0 (exact)")
+        ax.legend(fontsize=8)
     ax.set_xlabel("gossip step $k$")
     ax.set_ylabel("variance of row 3 of $C^k$")
     ax.set_title("Fig. 3: 5-node ring, equal weights")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bounds import CostModel, optimize_dfl
+from bounds import CostModel, InputError, optimize_dfl
 from plots.__main__ import main
 from plots.figures import bound_heatmap, drift_vs_bound, fig3_variance, save
 
@@ -119,3 +119,15 @@ def test_pareto_front_and_figures_name_bad_tables() -> None:
         pareto_front(grid.assign(bound=[1.0, 2.0]), cost="gossip")
     with pytest.raises(InputError, match="x = 'bogus' is unknown"):
         run_curves({}, x="bogus")
+
+
+def test_fig3_draws_exact_consensus_and_refuses_bad_variances(tmp_path) -> None:
+    """A 0 (exact consensus) is drawn at the axis' bottom with its own marker, not dropped by the log axis;
+    an empty, NaN or negative variance is refused by name."""
+    fig = fig3_variance([0.16, 0.03, 0.0, 0.002])
+    drawn = {line.get_label(): line.get_xydata() for line in fig.axes[0].get_lines()}
+    assert drawn["0 (exact)"].tolist() == [[2.0, 0.0002]]
+    assert sum(len(xy) for xy in drawn.values()) == 4
+    for bad, message in (([], "is empty"), ([0.1, float("nan")], "NaN"), ([-1.0], "out of range")):
+        with pytest.raises(InputError, match=message):
+            fig3_variance(bad)
