@@ -9,7 +9,8 @@
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
 (10 nodes, tau1 = tau2 = 4, label-sorted shards) and says where the results are. Bad
-arguments exit with code 2 and one line on stderr.
+arguments exit with code 2 and one line on stderr; a run that diverged exits with 3 (its records
+kept), an interrupted one with 130.
 """
 
 from __future__ import annotations
@@ -110,13 +111,19 @@ def _add_config_flags(p: argparse.ArgumentParser, leave_out: Sequence[str] = ())
         p.add_argument(flag, type=kind, default=None, help=_HELP[f.name])
 
 
-def _config(args: argparse.Namespace) -> RunConfig:
+def _config(args: argparse.Namespace, chosen_by_command: Sequence[str] = ()) -> RunConfig:
+    """The RunConfig of the --config file and the flags given (which win), validated. A flag that would
+    change nothing beside the others (``--alpha`` without ``--partition dirichlet``, ...) is refused;
+    ``chosen_by_command``: fields the command sets itself (``dfl-sim plan``'s), not checked."""
     values = config_file_values(args.config) if args.config else {}
-    for f in fields(RunConfig):
-        value = getattr(args, f.name, None)
-        if value is not None:
-            values[f.name] = value
-    return RunConfig(**values)
+    given = [f.name for f in fields(RunConfig) if getattr(args, f.name, None) is not None]
+    values.update({name: getattr(args, name) for name in given})
+    config = RunConfig(**values)
+    config.validate()  # a bad value is refused before torch loads (seconds)
+    for name, why in config.without_effect(set(given) - set(chosen_by_command)):
+        flag = "--" + name.replace("_", "-")
+        raise InputError(f"{flag} {getattr(config, name)} has no effect: {why} (expected it left out)")
+    return config
 
 
 class _Progress:
@@ -150,7 +157,6 @@ class _Progress:
 
 def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
-    config.validate()  # a bad value is refused before torch loads (seconds)
 
     from sim.runner import run
 
@@ -167,7 +173,7 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim.plan import PlanSettings, plan
 
-    config = _config(args)
+    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, "mu"))  # mu: the C-DFL plan's own --mu
     if args.out is None:
         config.out = "runs/plan"
     if config.threads == 0:
@@ -343,4 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(key_value_table(out))
         if "out_dir" in out and getattr(args, "results", None):
             print(f"results: {out['out_dir']}/{args.results}")
+    if args.command == "run" and isinstance(out, dict) and out.get("diverged"):
+        print(f"dfl-sim: the run {out['message']}; what it recorded is in {out['out_dir']}", file=sys.stderr)
+        return DIVERGED
     return 0
+
+
+DIVERGED = 3
+"""The exit status of a ``dfl-sim run`` that diverged (its records kept); a sweep exits 0, each run's line
+saying whether it diverged."""
