@@ -17,12 +17,22 @@ import numpy as np
 
 from bounds.serialize import jsonable
 
-__all__ = ["Result", "scalar_or_array"]
+__all__ = ["Result", "overflow_note", "scalar_or_array"]
 
 
 def scalar_or_array(x: np.ndarray) -> Any:
     """A 0-d array as its Python scalar; other arrays unchanged (results broadcast their inputs)."""
     return x.item() if x.ndim == 0 else x
+
+
+def overflow_note(bound: Any, expected_finite: Any = True) -> str:
+    """'the bound overflows float64 ...' where ``bound`` is not finite although ``expected_finite`` (the
+    formula has a finite value there, e.g. gossip mixes); '' where it is finite everywhere."""
+    overflow = ~np.isfinite(np.asarray(bound, dtype=float)) & np.asarray(expected_finite, dtype=bool)
+    if not overflow.any():
+        return ""
+    where = "" if overflow.ndim == 0 else f" at {int(overflow.sum())} point(s)"
+    return f"the bound overflows float64{where} (inputs too large or too small for a finite value)"
 
 
 def _fmt(value: Any) -> str:

@@ -153,3 +153,16 @@ def test_every_field_of_a_grid_has_the_grid_shape() -> None:
         L=2, mu=0.5, sigma2_bar=1, G2=1, N=10, tau1=3, tau2=1, K=50, zeta=0.8, delta=0.5, beta_mix=1
     )
     assert r.terms["initial"][1, 2, 0] == one.terms["initial"] and r.p[1, 2, 0] == one.p
+
+
+@pytest.mark.filterwarnings("error")  # no RuntimeWarning from numpy either
+@pytest.mark.parametrize(
+    ("name", "value"), [("L", 1e300), ("mu", 1e-300), ("G2", 1e300), ("sigma2_bar", 1e308)]
+)
+def test_an_overflowing_bound_says_so(name: str, value: float) -> None:
+    """L = 1e300 gave bound = nan, success False and an empty message (and numpy's overflow warnings)."""
+    r = cdfl_bound(**{**BASE, name: value})
+    assert not np.isfinite(r.bound) and not r.success and "the bound overflows float64" in r.message
+    assert cdfl_bound(**BASE).message == ""
+    grid = cdfl_bound(**{**BASE, name: [BASE[name], value]})
+    assert "overflows float64 at 1 point(s)" in grid.message and grid.success.tolist() == [True, False]

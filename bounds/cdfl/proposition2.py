@@ -39,7 +39,7 @@ import numpy as np
 
 from bounds._checks import InputError, broadcastable, real_array
 from bounds.cdfl import formulas as cf
-from bounds.result import Result, scalar_or_array
+from bounds.result import Result, overflow_note, scalar_or_array
 
 __all__ = ["CDFLBound", "cdfl_bound"]
 
@@ -143,34 +143,35 @@ def cdfl_bound(
             f"beta_mix = {beta_mix} and zeta = {zeta} cannot belong to one mixing matrix (expected 1 - zeta "
             "<= beta_mix <= 1 + zeta, as beta_mix = 1 - lambda_N(C) and zeta = max(|lambda_2|, |lambda_N|))"
         )
-    kappa = v["L"] / v["mu"]
-    # eta_0 = 4 / (mu a) must satisfy Lemma 13's step condition: a >= 4 / (mu eta*)
-    # (times 1 + 1e-12 so that rounding cannot put eta_0 a hair outside the condition)
-    a_needed = 4 / (v["mu"] * cf.lemma13_largest_eta(v["L"], v["mu"], v["tau1"], v["alpha"])) * (1 + 1e-12)
-    a_ = (
-        np.maximum(np.maximum(16 * kappa, a_needed), 1 + 1e-9)
-        if a is None
-        else real_array("a", a, low=1, low_open=True)
-    )
-    rho = 1 - v["zeta"]
-    p = cf.choco_p(rho, v["delta"])
-    theta_ = p / (2 * (1 - p)) if theta is None else real_array("theta", theta, low=0, low_open=True)
-    init = (
-        (2 * np.sqrt(v["G2"]) / v["mu"]) ** 2
-        if init_dist2 is None
-        else real_array("init_dist2", init_dist2, low=0)
-    )
-    optional = {"a": np.asarray(a_), "theta": np.asarray(theta_), "init_dist2": np.asarray(init)}
-    shape = np.broadcast_shapes(*(x.shape for x in broadcastable({**v, **optional}).values()))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # extreme inputs: overflow_note
+        kappa = v["L"] / v["mu"]
+        # eta_0 = 4 / (mu a) must satisfy Lemma 13's step condition: a >= 4 / (mu eta*)
+        # (times 1 + 1e-12 so that rounding cannot put eta_0 a hair outside the condition)
+        eta_star = cf.lemma13_largest_eta(v["L"], v["mu"], v["tau1"], v["alpha"])
+        a_needed = 4 / (v["mu"] * eta_star) * (1 + 1e-12)
+        a_ = (
+            np.maximum(np.maximum(16 * kappa, a_needed), 1 + 1e-9)
+            if a is None
+            else real_array("a", a, low=1, low_open=True)
+        )
+        rho = 1 - v["zeta"]
+        p = cf.choco_p(rho, v["delta"])
+        theta_ = p / (2 * (1 - p)) if theta is None else real_array("theta", theta, low=0, low_open=True)
+        init = (
+            (2 * np.sqrt(v["G2"]) / v["mu"]) ** 2
+            if init_dist2 is None
+            else real_array("init_dist2", init_dist2, low=0)
+        )
+        optional = {"a": np.asarray(a_), "theta": np.asarray(theta_), "init_dist2": np.asarray(init)}
+        shape = np.broadcast_shapes(*(x.shape for x in broadcastable({**v, **optional}).values()))
 
-    def full(x: Any) -> Any:
-        """x on the common shape of the inputs (a grid's fields all alike), a scalar for scalar inputs."""
-        return scalar_or_array(np.broadcast_to(np.asarray(x), shape).copy())
+        def full(x: Any) -> Any:
+            """x on the common shape of the inputs (a grid's fields all alike), a scalar for scalar inputs."""
+            return scalar_or_array(np.broadcast_to(np.asarray(x), shape).copy())
 
-    gamma = cf.choco_gamma(rho, v["delta"], v["beta_mix"])
-    A = cf.contraction(p, theta_, v["tau2"])
-    t1, t2, K_ = v["tau1"], v["tau2"], v["K"]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        gamma = cf.choco_gamma(rho, v["delta"], v["beta_mix"])
+        A = cf.contraction(p, theta_, v["tau2"])
+        t1, t2, K_ = v["tau1"], v["tau2"], v["K"]
         d = {
             "D1": cf.D1(v["L"], t1, v["G2"], p, theta_, t2, K_),
             "D2": cf.D2(v["L"], v["mu"], t1, v["G2"], p, theta_, t2, K_),
@@ -182,7 +183,7 @@ def cdfl_bound(
         order = cf.proposition2_order_terms(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )
-    eta_0 = 4 / (v["mu"] * a_)
+        eta_0 = 4 / (v["mu"] * a_)
     conditions = {
         "rho_in_(0,1]": rho > 0,
         "gamma_in_(0,1]": (gamma > 0) & (gamma <= 1),
@@ -197,6 +198,7 @@ def cdfl_bound(
     ok = full(np.logical_and.reduce([np.asarray(c) for c in conditions.values()]))  # each of the grid's shape
     failed = [k for k, c in conditions.items() if not np.all(c)]
     message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
+    message = "; ".join(filter(None, [message, overflow_note(initial + noise + higher)]))
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
     inputs = {"L": L, "mu": mu, "sigma2_bar": sigma2_bar, "G2": G2, "N": N, "tau1": tau1, "tau2": tau2,
               "K": K, "zeta": zeta, "delta": delta, "beta_mix": beta_mix, "a": a, "theta": theta,

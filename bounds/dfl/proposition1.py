@@ -29,7 +29,7 @@ import numpy as np
 
 from bounds._checks import InputError, broadcastable, real_array
 from bounds.dfl import formulas as f
-from bounds.result import Result, scalar_or_array
+from bounds.result import Result, overflow_note, scalar_or_array
 
 __all__ = ["CONDITION_RTOL", "DFLBound", "bound_grid", "dfl_bound", "eta_max"]
 
@@ -239,11 +239,8 @@ def dfl_bound(
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     if (v2 > 0).any():
         message = "; ".join(filter(None, [message, _non_iid_note(out)]))
-    overflow = ~np.isfinite(np.asarray(out["bound"], dtype=float)) & ~never_mixes
-    if overflow.any():  # gossip mixes, yet no finite number: float64 overflowed (gap = 1e308, say)
-        where = "" if overflow.ndim == 0 else f" at {int(overflow.sum())} point(s)"
-        note = f"the bound overflows float64{where} (inputs too large for a finite value)"
-        message = "; ".join(filter(None, [message, note]))
+    # gossip mixes, yet no finite number: float64 overflowed (gap = 1e308, say)
+    message = "; ".join(filter(None, [message, overflow_note(out["bound"], ~never_mixes)]))
     return DFLBound(**out, message=message, inputs=inputs)
 
 
