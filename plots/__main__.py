@@ -1,9 +1,10 @@
 """``dfl-plot RUN_DIR [RUN_DIR ...] [--x step|model_time] [--out FILE]``: draw runs' curves (PNG + PDF).
 
 Each run's legend label is its folder (with as many parent folders as it takes to tell runs apart)
-and the settings of its ``config.json`` that differ between the runs. A folder without a usable
-``metrics.csv`` (missing, unreadable, without the needed columns, or with no rows) and an
-unwritable output are one-line errors (exit 2).
+and up to MAX_SETTINGS settings of its ``config.json`` that differ between the runs. A folder without a
+usable ``metrics.csv`` (missing, unreadable, without the needed columns, or with no rows; a sweep's or
+plan's folder, named as such), a folder given twice and an unwritable output are one-line errors (exit
+2). ``--out`` naming a folder puts ``curves.png`` and ``curves.pdf`` in it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ IGNORED_SETTINGS = (
 
 def read_metrics(folder: Path, x: str) -> pd.DataFrame:
     """A run's metrics.csv with the columns the figure needs and at least one row."""
+    _check_run_folder(folder)
     path = folder / "metrics.csv"
     if not path.is_file():
         raise InputError(f"{path} does not exist (expected a dfl-sim run folder)")
@@ -46,30 +48,66 @@ def read_metrics(folder: Path, x: str) -> pd.DataFrame:
     return frame
 
 
+def _check_run_folder(folder: Path) -> None:
+    """InputError for what is not a run folder, saying what it is: missing, a file, a sweep's or a plan's
+    folder (whose runs lie below it)."""
+    if not folder.exists():
+        raise InputError(f"run folder {str(folder)!r} does not exist (expected a dfl-sim run folder)")
+    if not folder.is_dir():
+        raise InputError(
+            f"{str(folder)!r} is a file (expected a dfl-sim run folder, such as {str(folder.parent)!r})"
+        )
+    if (folder / "metrics.csv").exists():
+        return
+    if (folder / "sweep.json").is_file():
+        raise InputError(
+            f"{str(folder)!r} is a dfl-sim sweep folder (expected its run folders: dfl-plot {folder}/*/)"
+        )
+    if (folder / "plan.json").is_file():
+        raise InputError(
+            f"{str(folder)!r} is a dfl-sim plan folder (expected its run folders: dfl-plot {folder}/runs/*/)"
+        )
+
+
 def labels(folders: list[Path]) -> list[str]:
-    """Folder names made unique with parent folders, plus the config settings that differ."""
+    """Folder names made unique with parent folders, plus the config settings that differ (numbers to 4
+    significant digits, at most MAX_SETTINGS of them, then how many more)."""
+    resolved = [f.resolve() for f in folders]
+    twice = next((f for f, r in zip(folders, resolved, strict=True) if resolved.count(r) > 1), None)
+    if twice is not None:
+        raise InputError(f"run folder {str(twice)!r} is given twice (expected each run once)")
     depth = 1
-    names = [f.name for f in folders]
+    names = [r.name for r in resolved]
     while len(set(names)) < len(names) and depth < 8:
         depth += 1
-        names = ["/".join(f.resolve().parts[-depth:]) for f in folders]
-    configs = []
+        names = ["/".join(r.parts[-depth:]) for r in resolved]
+    configs: list[dict | None] = []
     for f in folders:
         try:
-            configs.append(json.loads((f / "config.json").read_text()))
+            config = json.loads((f / "config.json").read_text())
         except (OSError, ValueError):
-            configs.append({})
-    keys = sorted({k for c in configs for k in c} - set(IGNORED_SETTINGS))
-    differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+            config = None
+        configs.append(config if isinstance(config, dict) else None)
+    known = [c for c in configs if c is not None]
+    keys = sorted({k for c in known for k in c} - set(IGNORED_SETTINGS))
+    differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in known}) > 1]
+    if len(folders) < 2 or not differ:
+        return names
+    shown, more = differ[:MAX_SETTINGS], len(differ) - MAX_SETTINGS
+    tail = f", +{more} more" if more > 0 else ""
     return [
-        name
-        + (
-            " (" + ", ".join(f"{k}={c.get(k)}" for k in differ[:4]) + ")"
-            if differ and len(folders) > 1
-            else ""
-        )
+        f"{name} ({', '.join(f'{k}={_short(c.get(k))}' for k in shown)}{tail})" if c is not None
+        else f"{name} (no config.json)"
         for name, c in zip(names, configs, strict=True)
-    ]
+    ]  # fmt: skip
+
+
+MAX_SETTINGS = 6
+
+
+def _short(value: object) -> str:
+    """A setting as a legend shows it: floats to 4 significant digits."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 @pipe_safe
@@ -77,13 +115,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
     parser.add_argument("runs", nargs="+", help="run folders (each with metrics.csv)")
     parser.add_argument("--x", choices=("step", "model_time"), default="step", help="horizontal axis")
-    out = "output file; its suffix picks the format (png, pdf, svg, ...), without one NAME.png and NAME.pdf"
+    out = (
+        "output file; its suffix picks the format (png, pdf, svg, ...), without one NAME.png and NAME.pdf; "
+        "a folder: FOLDER/curves.png and .pdf"
+    )
     parser.add_argument("--out", help=out + " (default RUN_DIR/curves.png and .pdf)")
     args = parser.parse_args(argv)
     folders = [Path(f) for f in args.runs]
     try:
         frames = dict(zip(labels(folders), (read_metrics(f, args.x) for f in folders), strict=True))
-        target = args.out or folders[0] / "curves"
+        target = Path(args.out) if args.out else folders[0] / "curves"
+        if target.is_dir() or (args.out or "").endswith("/"):  # a folder: the figure goes into it
+            target = target / "curves"
         try:
             paths = save(run_curves(frames, args.x), target)
         except OSError as exc:

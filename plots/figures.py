@@ -58,30 +58,56 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
 
 
 def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
-    """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time)."""
+    """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time).
+
+    Every finite value is drawn (on the log panels every positive one: rounding-level consensus at step 0
+    included), with markers where a run has few points; a run whose loss became NaN or inf is labelled
+    with the step it did. The training loss is on a log axis when the runs' losses span more than three
+    decades (a diverged run would flatten the others to a line). The legend is below the panels.
+    """
     if x not in ("step", "model_time"):
         raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
+    if not runs:
+        raise InputError("run_curves: no runs (expected at least one metrics table)")
+    for name, frame in runs.items():
+        _require_columns(frame, (x, *(c for c, _ in RUN_PANELS)), f"run_curves, run {name!r}")
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
-    xlabel = {"step": "step $t$ (local and gossip)", "model_time": "modelled wall-clock (time units)"}.get(
-        x, x
+    xlabel = {"step": "step $t$ (local and gossip)", "model_time": "modelled wall-clock (time units)"}[x]
+    loss = pd.concat([pd.to_numeric(f["train_loss"], errors="coerce") for f in runs.values()])
+    loss = loss[np.isfinite(loss) & (loss > 0)]
+    log_panels = {"consensus", "grad_norm2"} | (
+        {"train_loss"} if len(loss) and loss.max() > 1e3 * loss.min() else set()
     )
     for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
         for name, frame in runs.items():
             y = pd.to_numeric(frame[column], errors="coerce")
-            if column in (
-                "consensus",
-                "grad_norm2",
-            ):  # rounding-level values (~1e-13 at step 0) hide the curve
-                y = y.where(y > 1e-10 * y.max())
-            ax.plot(frame[x], y, label=name)
+            shown = np.isfinite(y) & ((y > 0) if column in log_panels else True)
+            marker = "o" if len(frame) <= 30 else None
+            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=_legend_label(name, frame, x))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
-        if column in ("consensus", "grad_norm2"):
+        if column in log_panels:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.04 + 0.025 * len(runs), 1, 1))
+    fig.legend(handles, names, loc="lower center", fontsize=8, frameon=False)
     return fig
+
+
+def _legend_label(name: str, frame: pd.DataFrame, x: str) -> str:
+    """A run's label: its name (one starting with '_', which matplotlib would leave out, shown as is
+    behind './'), and where its training loss stopped being finite."""
+    label = f"./{name}" if name.startswith("_") else name
+    loss = pd.to_numeric(frame["train_loss"], errors="coerce")
+    bad = ~np.isfinite(loss)
+    if bad.any():
+        label += f" (loss NaN/inf from {x} {frame[x][bad].iloc[0]:g})"
+    return label
+
+
+CURVE_AXES = {0: "step $t$ (local and gossip)", 3: "modelled wall-clock (time units)", 4: "local steps"}
+"""The columns of :func:`check_curves`' rows that may be its horizontal axis, and their labels."""
 
 
 def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], title: str, x: int = 0) -> Figure:
@@ -90,14 +116,31 @@ def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], titl
     ``curves[label]`` is a list (seeds) of rows [step, train_loss, test_acc, model_time, local steps];
     ``x`` picks the column of the horizontal axis (0 = step, 3 = modelled wall-clock, 4 = local steps).
     """
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    if x not in CURVE_AXES:
+        raise InputError(f"x = {x!r} is unknown (expected one of {sorted(CURVE_AXES)}: step, modelled "
+                         "wall-clock, local steps)")  # fmt: skip
+    arrays = {}
     for label, seeds in curves.items():
-        arr = np.array(seeds, dtype=float)  # seeds x points x 4
+        try:
+            arrays[label] = np.array(seeds, dtype=float)  # seeds x points x 5
+        except (ValueError, TypeError):
+            arrays[label] = np.empty(0)
+        if (
+            arrays[label].ndim != 3
+            or arrays[label].shape[0] == 0
+            or arrays[label].shape[2] <= max(CURVE_AXES)
+        ):
+            raise InputError(
+                f"check_curves: the curves of {label!r} are not seeds x points x 5 numbers of one length "
+                "(expected rows [step, train_loss, test_acc, model_time, local steps])"
+            )
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, arr in arrays.items():
         xs = arr[0, :, x]
         for ax, col in ((left, 1), (right, 2)):
             ax.plot(xs, arr[:, :, col].mean(0), label=label)
             ax.fill_between(xs, arr[:, :, col].min(0), arr[:, :, col].max(0), alpha=0.2)
-    xlabel = {0: "step $t$ (local and gossip)", 3: "modelled wall-clock (time units)", 4: "local steps"}[x]
+    xlabel = CURVE_AXES[x]
     for ax, ylabel in ((left, "training loss of $u_t$"), (right, "test accuracy of $u_t$")):
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -142,7 +185,10 @@ def drift_vs_bound(
     ``stated`` / ``corrected`` name the columns of ``rows`` holding the two bounds (the noise term
     alone for the local-drift check, eq. (103) in full for the drift-103 checks).
     """
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        raise InputError("drift_vs_bound: no rows (expected at least one cell)")
+    _require_columns(frame, ("measured", stated, corrected), "drift_vs_bound")
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     positive = frame.loc[frame[stated] > 0, stated]
     floor = 0.5 * float(min(frame["measured"].min(), frame[corrected].min(), positive.min()))
@@ -166,30 +212,43 @@ def drift_vs_bound(
 
 
 def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
-    """The optimiser's grid: log10 of the bound over (tau1, tau2), the optimum marked."""
+    """The optimiser's grid: log10 of the bound over (tau1, tau2), the optimum marked.
+
+    One cell per (tau1, tau2) value in the grid, in order, labelled by its value (a grid of tau1 in
+    {1, 2, 4, 8} is four equal cells); where the grid holds several rows per cell (a C-DFL grid's
+    compressors, say), the cell shows the smallest of them, as the colour bar says. A bound of 0 is
+    drawn in the colour of the smallest positive one; a cell without a finite bound is blank.
+    """
     _require_columns(grid, ("tau1", "tau2", value), "bound_heatmap")
-    if not np.isfinite(grid[value].to_numpy(float)).any():
+    for column in ("tau1", "tau2", value):
+        if not pd.api.types.is_numeric_dtype(grid[column]):
+            raise InputError(
+                f"bound_heatmap: column {column!r} holds {grid[column].dtype} (expected numbers)"
+            )
+    bound = grid[value].to_numpy(float)
+    if not np.isfinite(bound).any():
         raise InputError(
             f"bound_heatmap: no finite {value!r} in the grid (expected at least one finite cell)"
         )
-    table = grid.pivot_table(index="tau1", columns="tau2", values=value)
+    several = grid.duplicated(["tau1", "tau2"]).any()
+    table = grid.pivot_table(index="tau1", columns="tau2", values=value, aggfunc="min")
+    cells = table.to_numpy(float)
+    positive = cells[np.isfinite(cells) & (cells > 0)]
+    shown = np.where(cells == 0, positive.min() if positive.size else 1.0, cells)
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    image = ax.imshow(
-        np.log10(table.to_numpy()),
-        origin="lower",
-        aspect="auto",
-        extent=(
-            table.columns.min() - 0.5,
-            table.columns.max() + 0.5,
-            table.index.min() - 0.5,
-            table.index.max() + 0.5,
-        ),
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        image = ax.imshow(np.log10(shown), origin="lower", aspect="auto")
+    ax.set_xticks(range(len(table.columns)), [f"{c:g}" for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [f"{c:g}" for c in table.index])
     best = grid.loc[grid[value].idxmin()]
     ax.plot(
-        best["tau2"], best["tau1"], "r*", ms=12, label=f"optimum tau1={best['tau1']}, tau2={best['tau2']}"
+        list(table.columns).index(best["tau2"]),
+        list(table.index).index(best["tau1"]),
+        "r*",
+        ms=12,
+        label=f"optimum tau1={best['tau1']:g}, tau2={best['tau2']:g}",
     )
-    fig.colorbar(image, label=f"log10 {value}")
+    fig.colorbar(image, label=f"log10 {value}" + (" (smallest over the cell's rows)" if several else ""))
     ax.set_xlabel(r"$\tau_2$ (gossip steps per round)")
     ax.set_ylabel(r"$\tau_1$ (local steps per round)")
     ax.legend(fontsize=8)

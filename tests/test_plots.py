@@ -131,3 +131,87 @@ def test_fig3_draws_exact_consensus_and_refuses_bad_variances(tmp_path) -> None:
     for bad, message in (([], "is empty"), ([0.1, float("nan")], "NaN"), ([-1.0], "out of range")):
         with pytest.raises(InputError, match=message):
             fig3_variance(bad)
+
+
+def _metrics(steps: np.ndarray, **columns: object) -> pd.DataFrame:
+    base = {"step": steps, "model_time": steps * 1.0, "train_loss": 2.3 / (1 + steps), "test_acc": steps / 60,
+            "consensus": 1e-3 + steps * 1e-4, "grad_norm2": 1 / (1 + steps)}  # fmt: skip
+    return pd.DataFrame({**base, **columns})
+
+
+def test_run_curves_draw_every_finite_value_and_name_a_diverged_run() -> None:
+    """Every finite (on log panels positive) value is drawn: the old relative cut at 1e-10 of the largest
+    value emptied the consensus panel of a run beside a diverged one; a one-row run has a marker; a
+    diverged run's label says from which step its loss is NaN/inf; a loss spanning more than three decades
+    is on a log axis; a name starting with '_' keeps its label."""
+    from plots.figures import run_curves
+
+    steps = np.arange(0, 5)
+    diverged = _metrics(
+        steps, train_loss=[2.0, 3e5, 7e19, np.inf, np.nan], consensus=[1e-13, 3.6e7, 7e19, np.inf, 1.0]
+    )
+    runs = {"ok": _metrics(steps), "_under": _metrics(steps), "div": diverged, "one": _metrics(np.arange(1))}
+    fig = run_curves(runs)
+    loss, _, consensus, _ = fig.axes
+    drawn = {line.get_label(): line for line in consensus.get_lines()}
+    assert drawn["div (loss NaN/inf from step 3)"].get_xydata()[:, 1].tolist() == [1e-13, 3.6e7, 7e19, 1.0]
+    assert len(drawn["ok"].get_xydata()) == 5 and "./_under" in drawn
+    assert drawn["one"].get_marker() == "o" and len(drawn["one"].get_xydata()) == 1
+    assert loss.get_yscale() == "log" and run_curves({"ok": _metrics(steps)}).axes[0].get_yscale() == "linear"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(drawn)
+
+
+def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) -> None:
+    from plots.__main__ import labels
+
+    runs = []
+    for i, eta in enumerate((0.001234567, 0.002)):
+        run = tmp_path / f"r{i}"
+        run.mkdir()
+        _metrics(np.arange(0, 50, 10)).to_csv(run / "metrics.csv", index=False)
+        settings = {"eta": eta, **{f"k{j}": i for j in range(8)}}
+        (run / "config.json").write_text(__import__("json").dumps(settings))
+        runs.append(run)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    _metrics(np.arange(3)).to_csv(bare / "metrics.csv", index=False)
+    names = labels([*runs, bare])
+    assert names[0] == "r0 (eta=0.001235, k0=0, k1=0, k2=0, k3=0, k4=0, +3 more)"
+    assert names[2] == "bare (no config.json)"
+    sweep, plan = tmp_path / "sweep", tmp_path / "plan"
+    for folder, marker in ((sweep, "sweep.json"), (plan, "plan.json")):
+        folder.mkdir()
+        (folder / marker).write_text("{}")
+    cases = (
+        ([str(runs[0]), str(runs[0]) + "/"], "is given twice"),
+        ([str(sweep)], f"is a dfl-sim sweep folder (expected its run folders: dfl-plot {sweep}/*/)"),
+        ([str(plan)], f"dfl-plot {plan}/runs/*/"),
+        ([str(runs[0] / "metrics.csv")], "is a file (expected a dfl-sim run folder"),
+        ([str(tmp_path / "nope")], "run folder"),
+    )
+    for argv, fragment in cases:
+        assert main(argv) == 2
+        assert fragment in capsys.readouterr().err
+    (tmp_path / "figs").mkdir()
+    assert main([str(runs[0]), "--out", str(tmp_path / "figs")]) == 0  # a folder: the figure goes into it
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
+
+
+def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() -> None:
+    """tau in {1, 2, 4, 8}: four equal cells with their values as ticks (imshow spread them over 0.5-8.5,
+    the star in the wrong cell); two rows per cell (a C-DFL grid's compressors): their minimum (was the
+    mean, so the star's cell was not the darkest)."""
+    taus = (1, 2, 4, 8)
+    grid = pd.DataFrame(
+        [{"tau1": a, "tau2": b, "bound": float(a * b + c)} for a in taus for b in taus for c in (0, 100)]
+    )
+    fig = bound_heatmap(grid)
+    ax = fig.axes[0]
+    cells = ax.get_images()[0].get_array()
+    assert np.allclose(cells, np.log10(np.outer(taus, taus)))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8"]
+    (star,) = ax.get_lines()
+    assert star.get_xydata().tolist() == [[0.0, 0.0]] and star.get_label() == "optimum tau1=1, tau2=1"
+    assert "smallest over the cell's rows" in fig.axes[1].get_ylabel()
+    with pytest.raises(InputError, match=r"column 'tau1' holds .* \(expected numbers\)"):
+        bound_heatmap(grid.assign(tau1=grid["tau1"].astype(str)))
