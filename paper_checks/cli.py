@@ -1,4 +1,4 @@
-"""``dfl-check [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]
+"""``dfl-check [--list] [--quick | --full] [--only ID ...] [--json] [--out DIR] [--cifar-dir DIR] [--device D]
 [--jobs N]
 [--estimate] [--time-sweep [--sample-every K]]``.
 
@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="reduced grids (default)")
     mode.add_argument("--full", action="store_true", help="the full grids")
-    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these checks")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these checks (--list names them)")
+    parser.add_argument("--list", action="store_true", help="list the checks' ids and stop")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.add_argument("--out", default="paper_checks_out", help="report folder (default paper_checks_out)")
     parser.add_argument(
@@ -79,6 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
 
+    if args.list:
+        from paper_checks.registry import CHECKS, load_checks
+
+        load_checks()
+        width = max(map(len, CHECKS))
+        for chk in CHECKS.values():
+            print(f"{chk.id:<{width}}  {chk.ref}")
+        return 0
     from paper_checks.estimate import estimate  # the checks and torch, once the flags are read (seconds):
     from paper_checks.report import run_checks, select, write_report  # --help and a bad flag answer at once
     from paper_checks.sweep_timing import time_sweep

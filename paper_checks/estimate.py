@@ -25,7 +25,6 @@ twice the estimate before the fixed cost of a step was counted); the tests check
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from paper_checks.cache import cache_path, read_cache
 from paper_checks.context import CheckContext
 from paper_checks.registry import Check
 from sim.algorithms import local_step_count
@@ -184,8 +184,7 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
     """The time each of ``checks`` will take in ``context`` (see the module docstring)."""
     out = Estimate()
     for chk in checks:
-        path = cache_dir / f"{chk.id}-{'quick' if context.quick else 'full'}.json"
-        last = json.loads(path.read_text()) if path.is_file() else None
+        last = read_cache(cache_path(cache_dir, chk.id, context.quick))
         if last is not None and last.get("fingerprint") == chk.fingerprint(context):
             out.per_check[chk.id] = 0.0  # its verdict is cached
             continue

@@ -11,25 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from bounds.serialize import jsonable
+from paper_checks.cache import cache_path, read_cache, write_cache
 from paper_checks.context import CheckContext
 from paper_checks.registry import CHECKS, Check, Outcome, load_checks
 
 __all__ = ["run_checks", "select", "write_report"]
 
 
-def _cached(path: Path, fingerprint: str) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text())
-    return data if data.get("fingerprint") == fingerprint else None
-
-
 def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any]:
     """Run (or load from cache) one check; a crash becomes 'could not run' with the reason."""
     fingerprint = chk.fingerprint(context)
-    path = cache_dir / f"{chk.id}-{'quick' if context.quick else 'full'}.json"
-    cached = _cached(path, fingerprint)
-    if cached is not None:
+    path = cache_path(cache_dir, chk.id, context.quick)
+    cached = read_cache(path)
+    if cached is not None and cached.get("fingerprint") == fingerprint:
         return {**cached, "cached": True}
     start = time.perf_counter()
     try:
@@ -50,9 +44,7 @@ def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any
         "fingerprint": fingerprint,
     }
     if outcome.status != "could not run":  # a failure is retried next time (e.g. once data is there)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=1))
-        os.replace(tmp, path)
+        write_cache(path, result)
     return {**result, "cached": False}
 
 
@@ -74,8 +66,13 @@ def select(
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
     chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
-    context = CheckContext(
-        quick=quick, runs=out / "runs", device=device, cifar_dir=cifar_dir, workers=workers
+    cifar = cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")  # in the context, so in the cache key
+    context = CheckContext(  # absolute paths: --out q and --out /abs/q share one cache
+        quick=quick,
+        runs=(out / "runs").resolve(),
+        device=device,
+        cifar_dir=str(Path(cifar).resolve()) if cifar else None,
+        workers=workers,
     )
     return chosen, context
 
@@ -162,8 +159,13 @@ def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
 
 
 def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
-    """report.json (everything) and report.md (a table of verdicts, then each check's evidence)."""
-    (out / "report.json").write_text(json.dumps(results, indent=1))
+    """report.json (everything) and report.md (a table of verdicts, then each check's evidence), each
+    written atomically; a report of some of the checks (``--only``) says so at its top."""
+    from sim.loop import atomic_write
+
+    atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
+    load_checks()
+    left_out = [i for i in CHECKS if i not in {r["id"] for r in results}]
     lines = [
         f"# dflkit paper checks ({'quick' if quick else 'full'})",
         "",
@@ -177,11 +179,18 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
         "allowed by (eta). Monte Carlo tables give `lhs_95`, the 95% interval of the left side, and "
         "`runs`.",
         "",
-        "| id | paper | status | summary |",
-        "|---|---|---|---|",
     ]
+    if left_out:
+        lines += [
+            f"**Partial report:** {len(results)} of the {len(CHECKS)} checks (`--only`); not in it: "
+            f"{', '.join(left_out)}. `dfl-check` without `--only` reports them all (cached verdicts are "
+            "reused).",
+            "",
+        ]
+    lines += ["| id | paper | status | summary |", "|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r['id']} | {r['ref']} | **{r['status']}** | {r['summary'].replace('|', '/')} |")
+        summary = " ".join(r["summary"].replace("|", "/").split())  # one table row: no newline, no pipe
+        lines.append(f"| {r['id']} | {r['ref']} | **{r['status']}** | {summary} |")
     for r in results:
         lines += [
             "",
@@ -211,7 +220,7 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
             lines += ["| " + " | ".join(_cell(row[h]) for h in head) + " |" for row in table[:60]]
             if len(table) > 60:
                 lines.append(f"\n({len(table) - 60} more rows in report.json)")
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    atomic_write(out / "report.md", lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
 
 
 def _cell(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -206,3 +207,51 @@ def test_a_figure_that_fails_does_not_lose_the_report(tmp_path, monkeypatch) -> 
     report.write_report([result], tmp_path, quick=True)
     text = (tmp_path / "report.md").read_text()
     assert "(figure not drawn: TypeError: 'value' must be" in text and "| a |" in text
+
+
+def test_the_cache_survives_a_bad_file_and_another_spelling_of_out(tmp_path, capsys, monkeypatch) -> None:
+    """An empty or malformed cache file is no cache (it crashed dfl-check with a JSONDecodeError); --out q
+    and --out /abs/q are one folder with one cache (the relative spelling re-ran every check)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--out", "q", "--only", "zeta-values", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--out", str(tmp_path / "q"), "--only", "zeta-values", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["status"] == "holds"
+    assert json.loads((tmp_path / "q" / "report.json").read_text())[0]["cached"]
+    for bad in ("", "[1, 2]", '{"fingerprint": '):
+        (tmp_path / "q" / "cache" / "zeta-values-quick.json").write_text(bad)
+        assert main(["--out", "q", "--only", "zeta-values", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["status"] == "holds"
+        assert not json.loads((tmp_path / "q" / "report.json").read_text())[0]["cached"]
+
+
+def test_the_cifar_folder_from_the_environment_is_part_of_the_cache_key(tmp_path, monkeypatch) -> None:
+    from paper_checks.report import select
+
+    monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "a"))
+    (chk,), context_a = select(["fig6-cifar"], True, tmp_path)
+    monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "b"))
+    _, context_b = select(["fig6-cifar"], True, tmp_path)
+    assert context_a.cifar_dir == str(tmp_path / "a")
+    assert chk.fingerprint(context_a) != chk.fingerprint(context_b)
+
+
+def test_a_partial_report_says_so_and_a_long_summary_stays_one_table_row(tmp_path, monkeypatch) -> None:
+    from paper_checks.registry import CHECKS as REGISTERED
+
+    def two_lines(context: object, statement: object) -> None:
+        raise ValueError("a | b\nsecond line")
+
+    broken = dataclasses.replace(REGISTERED["zeta-values"], run=two_lines)
+    monkeypatch.setitem(REGISTERED, "zeta-values", broken)
+    assert main(["--out", str(tmp_path), "--only", "zeta-values", "fig3-variance"]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert f"**Partial report:** 2 of the {len(REGISTERED)} checks" in report and "fig6-tau2" in report
+    (row,) = [line for line in report.splitlines() if line.startswith("| zeta-values |")]
+    assert row.endswith("ValueError: a / b second line |")
+
+
+def test_list_names_every_check(capsys) -> None:
+    assert main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(CHECKS)
