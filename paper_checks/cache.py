@@ -7,7 +7,6 @@ the check runs again and the file is rewritten, atomically (a crash never leaves
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ def read_cache(path: Path) -> dict[str, Any] | None:
 
 
 def write_cache(path: Path, result: dict[str, Any]) -> None:
-    """Write ``result`` to ``path`` atomically (a temporary file, then a rename)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, path)
+    """Write ``result`` to ``path`` atomically (:func:`sim.loop.atomic_write`)."""
+    from sim.loop import atomic_write  # torch: loaded once a check has run
+
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))

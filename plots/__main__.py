@@ -27,6 +27,8 @@ IGNORED_SETTINGS = (
     "checkpoint_every",
     "checkpoint_seconds",
     "timeout",
+    "allow_change",
+    "changes",
 )
 
 

@@ -115,7 +115,7 @@ def _config(args: argparse.Namespace, chosen_by_command: Sequence[str] = ()) -> 
     """The RunConfig of the --config file and the flags given (which win), validated. A flag that would
     change nothing beside the others (``--alpha`` without ``--partition dirichlet``, ...) is refused;
     ``chosen_by_command``: fields the command sets itself (``dfl-sim plan``'s), not checked."""
-    values = config_file_values(args.config) if args.config else {}
+    values = config_file_values(args.config, bool(getattr(args, "resume", False))) if args.config else {}
     given = [f.name for f in fields(RunConfig) if getattr(args, f.name, None) is not None]
     values.update({name: getattr(args, name) for name in given})
     config = RunConfig(**values)
@@ -173,7 +173,8 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim.plan import PlanSettings, plan
 
-    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, "mu"))  # mu: the C-DFL plan's own --mu
+    own = ("mu",) if args.algorithm == "cdfl" else ()  # mu: the C-DFL plan's own --mu
+    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, *own))
     if args.out is None:
         config.out = "runs/plan"
     if config.threads == 0:
@@ -332,6 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SimulationError as exc:  # the run itself failed (its checkpoint allows --resume)
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a folder removed under a run: the files written so far are kept
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"dfl-sim: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     if not out:  # a non-zero torchrun rank: rank 0 reports
         return 0

@@ -42,10 +42,11 @@ SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")
 # (sim.sweep stacks runs of one data set and model, on one device, in one process)
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
-NOT_IN_FINGERPRINT = (  # fields that do not change the trajectory: free to differ on --resume (but a random
-    # compressor's streams are per process: sim.setup._check_streams keeps backend / world_size for it)
+NOT_IN_FINGERPRINT = (  # fields that change neither the trajectory nor what is measured of it (eval_samples,
+    # the losses' sample, does): free to differ on --resume (but a random compressor's streams are per
+    # process: sim.setup._check_streams keeps backend / world_size for it)
     "out", "resume", "steps", "backend", "world_size", "timeout", "log_every",
-    "eval_samples", "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
+    "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip
 
 PLAN_CHOOSES = ("tau1", "tau2", "eta", "lr_schedule", "a", "gamma", "compressor", "compressor_param")
@@ -99,6 +100,10 @@ class RunConfig:
     def validate(self) -> None:
         """Raise InputError naming the first bad value (types first, then ranges)."""
         self._check_types()
+        if not self.out.strip():
+            raise InputError(
+                f"out = {self.out!r} is empty (expected a folder for the run's files; an unset $OUT, say)"
+            )
         positive_ints = ("nodes", "steps", "log_every", "eval_samples", "checkpoint_every")
         for name in positive_ints:
             value = getattr(self, name)
@@ -249,6 +254,8 @@ class RunConfig:
                 unused(name, f"algorithm {record.name!r} averages exactly (C = J), over no topology")
         elif self.topology.startswith("matrix:"):
             unused("weights", "a topology matrix:PATH gives C itself")
+        if self.backend != "distributed":
+            unused("timeout", "only backend 'distributed' reads it (how long its processes wait for a peer)")
         if self.bandwidth is not None:
             unused("t_comm", "with bandwidth, latency + message bits / bandwidth is a gossip step's time")
         return why
@@ -262,10 +269,11 @@ JSON_NOT_REPEATED = ("out", "resume", "allow_change")
 """Fields of a run's config.json that a run repeated from it does not take (its folder and resumption)."""
 
 
-def config_file_values(path: str | Path) -> dict[str, Any]:
+def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:
     """The RunConfig fields a file gives: a TOML file of fields (``--config``), or a run's ``config.json``
     (its ``resolved`` record and JSON_NOT_REPEATED left out), so that a run can be repeated from its
-    folder. InputError for a missing or unreadable file and for an unknown key."""
+    folder; one whose settings changed on a resume (``changes``) only with ``resume``, to continue it.
+    InputError for a missing or unreadable file and for an unknown key."""
     file = Path(path)
     if not file.is_file():
         raise InputError(
@@ -283,6 +291,15 @@ def config_file_values(path: str | Path) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
         kind = "JSON" if file.suffix == ".json" else "TOML"
         raise InputError(f"config file {str(file)!r} is not valid {kind} ({exc})") from None
+    changes = raw.pop("changes", None) if file.suffix == ".json" else None
+    if changes and not resume:
+        first = changes[0] if isinstance(changes, list) and isinstance(changes[0], dict) else {}
+        what = f"{first.get('field', 'a setting')} changed at step {first.get('step', '?')}"
+        raise InputError(
+            f"config file {str(file)!r} records a run whose {what} (--allow-change): one config cannot "
+            "repeat it (expected a run's config.json without changes, or --resume to continue that run; "
+            "remove its 'changes' to run with the last values throughout)"
+        )
     known = {f.name for f in fields(RunConfig)}
     values = {}
     for key, value in raw.items():

@@ -24,9 +24,12 @@ never wait forever. The run resumes from its last checkpoint with ``--resume``.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import datetime
 import json
 import os
+import signal
 import socket
 from typing import Any
 
@@ -189,7 +192,26 @@ class HaloMixing:
         return incoming
 
 
-def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
+def _die_with_parent(parent: int) -> None:
+    """On Linux, have the kernel kill this worker when the process that started it dies: a ``dfl-sim`` killed
+    with SIGKILL left its workers running, writing its folder beside a later ``--resume``."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the workers end when their gloo peers time out
+        return
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | None = None) -> None:
+    """One process of a distributed run. ``parent``: the pid of the ``dfl-sim`` that spawned it (which
+    holds the run folder's lock); None under torchrun, where rank 0 takes the lock itself."""
+    if parent is not None:
+        _die_with_parent(parent)
     if "OMP_NUM_THREADS" not in os.environ:  # P processes share the cores instead of oversubscribing them
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     dist.init_process_group(
@@ -200,7 +222,7 @@ def _worker(rank: int, config: RunConfig, world: int, init: str) -> None:
         timeout=datetime.timedelta(seconds=config.timeout),
     )
     try:
-        s: Setup = prepare(config, main=rank == 0)
+        s: Setup = prepare(config, main=rank == 0, lock=parent is None)
         dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
@@ -245,20 +267,21 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
             return {}  # only rank 0 reports
     else:
         world = config.world_size
-        prepare(
-            config
-        )  # every input (data, matrix, folder, resume) is checked here, before any process starts
+        prepare(config, lock=True)  # every input (data, matrix, folder, resume) checked before any process
+        # starts; this process holds the folder's lock while its workers write (sim.runner.run gives it back)
         try:
             mp.start_processes(
                 _worker,
-                args=(config, world, f"tcp://127.0.0.1:{_free_port()}"),
+                args=(config, world, f"tcp://127.0.0.1:{_free_port()}", os.getpid()),
                 nprocs=world,
                 join=True,
                 start_method="spawn",
             )
-        except ProcessException as exc:
+        except ProcessException as exc:  # its text ends with the worker's traceback: its first and last line
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
             raise SimulationError(
-                f"distributed run failed: {exc} (the other processes were stopped; "
+                f"distributed run failed: {why} (the other processes were stopped; "
                 "rerun with --resume to continue from the last checkpoint)"
             ) from None
     path = os.path.join(config.out, "summary.json")

@@ -44,8 +44,14 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         )
     try:
         raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"grid file {str(path)!r} is not valid TOML ({exc})") from None
+    for table in ("base", "grid"):
+        if not isinstance(raw.get(table, {}), dict):
+            raise InputError(
+                f"grid file {str(path)!r}: {table} = {raw[table]!r} (expected a [{table}] table of RunConfig "
+                "fields)"
+            )
     extra = [k for k in raw if k not in ("base", "grid")]
     if extra:
         what = "unknown table" if isinstance(raw[extra[0]], dict) else "a key outside the tables:"

@@ -1,5 +1,5 @@
-"""Ctrl-C during training: the step in progress finishes, a checkpoint is written, and the run stops with a
-message that says how to continue (a second Ctrl-C stops at once).
+"""Ctrl-C (or SIGTERM) during training: the step in progress finishes, a checkpoint is written, and the run
+stops with a message that says how to continue (a second Ctrl-C stops at once).
 
 A ``KeyboardInterrupt`` raised inside a step would leave the run's state half updated (the parameters
 stepped, the step counter not), so the last checkpoint, up to ``checkpoint_every`` steps back, was all a
@@ -30,9 +30,10 @@ def interrupt_requested() -> bool:
 
 @contextmanager
 def checkpoint_on_interrupt(program: str = "dfl-sim") -> Iterator[None]:
-    """Within the block, the first SIGINT sets :func:`interrupt_requested` (and says so on stderr); a second
-    raises ``KeyboardInterrupt``. Only in the main thread (where Python delivers signals); elsewhere a
-    no-op. The previous handler is restored on leaving."""
+    """Within the block, the first SIGINT or SIGTERM (what ``timeout``, ``kill`` and batch schedulers
+    send) sets :func:`interrupt_requested` (and says so on stderr); a second raises ``KeyboardInterrupt``.
+    Only in the main thread (where Python delivers signals); elsewhere a no-op. The previous handlers are
+    restored on leaving."""
     global _requested
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -43,12 +44,14 @@ def checkpoint_on_interrupt(program: str = "dfl-sim") -> Iterator[None]:
         if _requested:
             raise KeyboardInterrupt
         _requested = True
-        print(f"\n{program}: stopping after this step to write a checkpoint (Ctrl-C again to stop at once)",
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\n{program}: {name}: stopping after this step to write a checkpoint (again to stop at once)",
               file=sys.stderr, flush=True)  # fmt: skip
 
-    previous = signal.signal(signal.SIGINT, request)
+    previous = {sig: signal.signal(sig, request) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         _requested = False

@@ -31,10 +31,11 @@ from sim.algorithms import (
 )
 from sim.config import RunConfig, fingerprint
 from sim.engine import BatchSampler
-from sim.errors import RunInterrupted
+from sim.errors import RunInterrupted, SimulationError
 from sim.evaluation import Evaluator
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.interrupt import interrupt_requested
+from sim.run_folder import COLUMNS
 from sim.setup import Setup, process_streams
 from sim.trainer import Trainer
 
@@ -43,23 +44,6 @@ __all__ = [
     "atomic_write", "finite_rows", "health", "health_of_runs", "run_loop",
 ]  # fmt: skip
 
-COLUMNS = (
-    "step",
-    "round",
-    "phase",
-    "lr",
-    "batch_loss",
-    "train_loss",
-    "train_acc",
-    "test_acc",
-    "node_loss",
-    "node_acc",
-    "consensus",
-    "grad_norm2",
-    "bits",
-    "model_time",
-    "wall_time",
-)
 PHASES = {LOCAL: "local", GOSSIP: "gossip", BOTH: "both"}
 
 
@@ -91,9 +75,15 @@ class Comm(Protocol):
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a temporary file, then rename it to ``path``: a reader sees the old file or the new one
+    whole. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class RunState(Protocol):
@@ -170,8 +160,10 @@ class RunRecorder:
         Returns whether the initial metrics row is due (a fresh run); then call :meth:`finish_step`.
         """
         config, s, state, comm = self.config, self.s, self.state, self.comm
+        changes: list[dict[str, Any]] = []
         if config.resume:  # prepare_out has checked that the checkpoint exists and matches
             saved = torch.load(self.checkpoint, weights_only=False)
+            changes = _changes(s.out / "config.json", saved.get("config") or {}, config, saved["t"])
             state.X, state.t = comm.restore_rows(saved["X"].to(s.device)), saved["t"]
             self.counters = saved["counters"]
             state.sampler.restore(saved["sampler"])
@@ -193,10 +185,8 @@ class RunRecorder:
                 "t_comm": s.cost.t_comm,
                 "mixing_matrix": as_dense(s.C).tolist() if config.nodes <= 100 else "omitted (N > 100)",
             }
-            atomic_write(
-                s.out / "config.json",
-                lambda p: p.write_text(json.dumps({**asdict(config), "resolved": resolved}, indent=1)),
-            )
+            record = {**asdict(config), "resolved": resolved} | ({"changes": changes} if changes else {})
+            atomic_write(s.out / "config.json", lambda p: p.write_text(json.dumps(record, indent=1)))
             self._fh = self.metrics.open("a", newline="")
             self._writer = csv.DictWriter(self._fh, fieldnames=COLUMNS)
         self._start = time.perf_counter() - self.counters["wall_time"]
@@ -328,8 +318,16 @@ class RunRecorder:
         gens = self.comm.gather(state.gen.get_state()) if state.gen is not None else None  # one per process
         if self.comm.is_main:
             saved = fingerprint(self.config) | {"steps": self.config.steps}
-            _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved,
-                             self.s.digest)  # fmt: skip
+            try:
+                _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved,
+                                 self.s.digests)  # fmt: skip
+            except (OSError, RuntimeError) as exc:  # torch.save reports a full disk as a RuntimeError
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+                raise SimulationError(
+                    f"cannot write the checkpoint {self.checkpoint} at step {state.t} ({why}; no space left "
+                    "on the device?); the previous checkpoint is kept: the same command with --resume "
+                    "continues from it once there is room"
+                ) from None
         self._last_save = time.perf_counter()
 
 
@@ -432,6 +430,22 @@ def _divergence(finite: bool, now: float | None, first: float | None, t: int, et
     return ""
 
 
+def _changes(path: Path, saved: dict[str, Any], config: RunConfig, t: int) -> list[dict[str, Any]]:
+    """The --allow-change history of a run resumed at step t: the changes its config.json records before
+    step t (a later one was made by a resume that never reached a checkpoint: killed, or diverged), and
+    each field now differing from the checkpoint's (``{field, from, to, step}``), so that config.json says
+    the run did not use one value throughout."""
+    try:
+        earlier = json.loads(path.read_text()).get("changes", [])
+        earlier = [c for c in earlier if c["step"] < t]
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        earlier = []
+    now = asdict(config)
+    new = [{"field": k, "from": saved[k], "to": now[k], "step": t}
+           for k in config.changes_allowed() if k in saved and saved[k] != now[k]]  # fmt: skip
+    return [*earlier, *new]
+
+
 def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
     """The complete metrics rows of steps <= t (a row cut short by a kill is dropped)."""
     if not path.is_file():
@@ -477,13 +491,13 @@ def _save_checkpoint(
     hat: dict[str, torch.Tensor],
     counters: dict,
     config: dict[str, Any],
-    digest: str = "",
+    digests: dict[str, str] | None = None,
 ) -> None:
     """``gens``: the state of every process's compressor generator, in rank order (None: no generator);
-    ``digest``: the run's :func:`sim.setup.mixing_digest`."""
+    ``digests``: the run's :attr:`sim.setup.Setup.digests` (of its mixing matrix and data set)."""
     state = {
         "config": config,
-        "mixing_digest": digest or None,
+        **{key: value or None for key, value in (digests or {}).items()},
         "X": _owned(X.cpu()),
         "t": t,
         "sampler": sampler.state(),

@@ -48,6 +48,7 @@ from sim.errors import RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
+from sim.run_folder import lock_folders, release_folders
 from sim.runner import run
 from sim.setup import prepare
 
@@ -225,6 +226,46 @@ def _parameter(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else float(value)
 
 
+SIMULATION_KEYS = ("tau1", "tau2", "compressor", "parameter", "steps", "seed", "eta")
+"""The columns of simulations.csv that say which simulation a row is."""
+
+
+def _read_saved_plan(path: Path) -> dict[str, Any] | None:
+    """A folder's plan.json (None: no plan yet); InputError for a file that is not one."""
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{str(path)!r} cannot be read ({type(exc).__name__}; expected the plan.json a plan "
+                         "wrote: move it away, or give another --out, to plan afresh)") from None  # fmt: skip
+    if not isinstance(saved, dict) or "constants" not in saved:
+        raise InputError(f"{str(path)!r} is not a plan's state (expected the plan.json a plan wrote: move it "
+                         "away, or give another --out, to plan afresh)")  # fmt: skip
+    return saved
+
+
+def _read_simulations(path: Path) -> list[dict[str, Any]]:
+    """The simulations a folder's simulations.csv records (none without the file); InputError for a file
+    that cannot be read or lacks the columns that name a simulation."""
+    if not path.is_file():
+        return []
+    try:
+        done = pd.read_csv(path)
+    except (OSError, ValueError) as exc:  # pandas' EmptyDataError and ParserError are ValueErrors
+        raise InputError(
+            f"{str(path)!r} cannot be read ({type(exc).__name__}: {exc}; expected the simulations.csv a plan "
+            "wrote: move it away to simulate afresh)"
+        ) from None
+    missing = [k for k in SIMULATION_KEYS if k not in done.columns]
+    if missing:
+        raise InputError(
+            f"{str(path)!r} lacks the columns {', '.join(missing)} (expected the simulations.csv a plan "
+            "wrote: move it away to simulate afresh)"
+        )
+    return done.to_dict("records")
+
+
 def _same_configuration(record: dict[str, Any], row: pd.Series, seed: int) -> bool:
     keys = ("tau1", "tau2", "compressor", "steps")  # steps: another budget gives the same cell other rounds
     same = all(record[k] == row[k] for k in keys) and record["seed"] == seed
@@ -307,9 +348,8 @@ def plan(
 
     ``score``: what the ranking sorts by, ascending, as a function of the bound column (default: the
     bound itself); a test can hand a wrong one (e.g. minus the bound) to see the comparison fail.
+    The folder is locked while the plan runs (a second plan or run into it is refused).
     """
-    from scipy.stats import spearmanr
-
     config.validate()
     settings.validate(config.algorithm)
     if config.algorithm not in ("dfl", "cdfl"):
@@ -324,9 +364,26 @@ def plan(
         budget_grid(CostModel(config.t_comp, config.t_comm), settings.budget_seconds, None, None,
                     settings.max_tau1, settings.max_tau2)  # fmt: skip
     out = writable_folder(config.out, "out")
+    lock_folders([out])  # one plan at a time in a folder (sim.run_folder)
+    try:
+        return _plan_in(out, config, settings, progress, score)
+    finally:
+        release_folders([out])
+
+
+def _plan_in(
+    out: Path,
+    config: RunConfig,
+    settings: PlanSettings,
+    progress: Callable[[int, int, str], None] | None,
+    score: Callable[[np.ndarray], np.ndarray] | None,
+) -> dict[str, Any]:
+    """:func:`plan` in its locked folder ``out``."""
+    from scipy.stats import spearmanr
+
     problem = problem_key(config, settings)
     state = out / "plan.json"
-    saved = json.loads(state.read_text()) if state.is_file() else None
+    saved = _read_saved_plan(state)
     if saved is not None:
         _check_same_problem(out, _saved_problem(saved), problem)
         constants = saved["constants"]
@@ -338,8 +395,7 @@ def plan(
     _atomic_csv(ranking, out / "ranking.csv")
     chosen = _choose(ranking, settings, config.seed)
     path = out / "simulations.csv"
-    done = pd.read_csv(path) if path.is_file() else pd.DataFrame()
-    records = done.to_dict("records")
+    records = _read_simulations(path)
     jobs = [
         (row, seed)
         for _, row in chosen.iterrows()
@@ -401,9 +457,9 @@ def plan(
 def problem_key(config: RunConfig, settings: PlanSettings) -> dict[str, Any]:
     """What a plan folder's constants and simulations depend on, as JSON values: the run's fingerprint (the
     fields that shape a trajectory, :func:`sim.config.fingerprint`) less what the plan chooses per
-    simulation (PLAN_CHOOSES), plus ``eval_samples`` (the measured losses are taken on that sample), and
-    how the constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the validation's
-    settings are not in it: they may change between calls in one folder."""
+    simulation (PLAN_CHOOSES; ``eval_samples``, the sample the losses are measured on, is in the
+    fingerprint), and how the constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the
+    validation's settings are not in it: they may change between calls in one folder."""
     return _problem_of(dataclasses.asdict(config), dataclasses.asdict(settings))
 
 
@@ -411,7 +467,7 @@ def _problem_of(config: dict[str, Any], settings: dict[str, Any]) -> dict[str, A
     """:func:`problem_key` from a config's and a plan's settings as dicts (a field a dict lacks: None)."""
     run_fields = {k: config.get(k) for k in fingerprint(RunConfig()) if k not in PLAN_CHOOSES}
     estimation = {k: settings.get(k) for k in ESTIMATION_FIELDS}
-    key = {"config": run_fields | {"eval_samples": config.get("eval_samples")}, "estimation": estimation}
+    key = {"config": run_fields, "estimation": estimation}
     return json.loads(json.dumps(jsonable(key), sort_keys=True))
 
 

@@ -18,6 +18,7 @@ from sim.config import RunConfig
 from sim.distributed import run_distributed
 from sim.host import automatic_threads
 from sim.loop import COLUMNS, Single, run_loop
+from sim.run_folder import release_folders
 from sim.setup import build_trainer, prepare
 
 __all__ = ["COLUMNS", "RunConfig", "automatic_threads", "run"]
@@ -26,11 +27,15 @@ __all__ = ["COLUMNS", "RunConfig", "automatic_threads", "run"]
 def run(
     config: RunConfig, progress: Callable[[int, int, float | None], None] | None = None
 ) -> dict[str, Any]:
-    """Run one simulation; returns the summary (also written to ``summary.json``)."""
-    if config.backend == "distributed":
-        return run_distributed(config)
-    config.validate()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    s = prepare(config)
-    return run_loop(config, s, build_trainer(config, s), Single(), progress)
+    """Run one simulation; returns the summary (also written to ``summary.json``). The run folder is
+    locked while it runs (:mod:`sim.run_folder`: a second run into it is refused)."""
+    try:
+        if config.backend == "distributed":
+            return run_distributed(config)
+        config.validate()
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        s = prepare(config, lock=True)
+        return run_loop(config, s, build_trainer(config, s), Single(), progress)
+    finally:
+        release_folders([config.out])

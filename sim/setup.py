@@ -27,12 +27,13 @@ from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matr
 from bounds.plan.cost import CostModel
 from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
-from sim.data import Dataset, load_dataset
+from sim.data import Dataset, dataset_digest, load_dataset
 from sim.engine import BatchSampler, Stack
 from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import physical_memory
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
+from sim.run_folder import check_metrics_file, lock_folders, release_folders
 from sim.trainer import Trainer
 
 __all__ = [
@@ -123,14 +124,22 @@ class Setup:
     x0: torch.Tensor
     device: torch.device
     out: Path
-    digest: str = ""  # mixing_digest(C): what a resumed run must share with its checkpoint beyond settings
+    mixing_digest: str = ""  # of C: what a resumed run must share with its checkpoint beyond settings,
+    data_digest: str = ""  # with sim.data.dataset_digest(data)
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """The digests a checkpoint keeps and a resume compares (:func:`check_resumable`)."""
+        return {"mixing_digest": self.mixing_digest, "data_digest": self.data_digest}
 
 
-def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -> Setup:
+def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, lock: bool = False) -> Setup:
     """Validate the config and build data, partition, model, mixing matrix, compressor and costs.
 
-    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``). ``data``:
-    the config's data set, already loaded (the runs of a sweep share one copy).
+    The run folder is made ready (:func:`prepare_out`) by the main process only (``main``), which with
+    ``lock`` also takes the folder's lock (:mod:`sim.run_folder`; the caller gives it back, as
+    :func:`sim.runner.run` does). ``data``: the config's data set, already loaded (the runs of a sweep
+    share one copy).
     """
     config.validate()
     device = torch.device(config.device)
@@ -164,9 +173,9 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None) -
         cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
-    digest = mixing_digest(C)
-    out = prepare_out(config, digest) if main else Path(config.out)  # once every input is checked
-    return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, digest)
+    digests = {"mixing_digest": mixing_digest(C), "data_digest": dataset_digest(data)}
+    out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
+    return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)
 
 
 def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:
@@ -188,34 +197,49 @@ def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:
 
 
 RUN_FILES = ("checkpoint.pt", "summary.json", "params.npz", "metrics.csv", "config.json")
+CHECKPOINT_KEYS = frozenset({"X", "t", "sampler", "gen", "gossip", "counters"})
+"""What every checkpoint holds (:func:`sim.loop._save_checkpoint`), whatever its age."""
 
 
-def prepare_out(config: RunConfig, digest: str | None = None) -> Path:
-    """The run folder, created and checked writable; a fresh run removes an earlier run's files.
+def prepare_out(config: RunConfig, digests: dict[str, str] | None = None, lock: bool = False) -> Path:
+    """The run folder, created, checked writable and, with ``lock``, locked (:mod:`sim.run_folder`); a
+    fresh run removes an earlier run's files.
 
     With ``resume`` the folder must hold a checkpoint whose config matches (see
     :func:`check_resumable`); without it, an old ``checkpoint.pt`` / ``summary.json`` /
     ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
-    the old checkpoint, so they are removed. ``digest``: the run's :func:`mixing_digest` (a resume is
-    refused when its checkpoint holds another).
+    the old checkpoint, so they are removed (only where a ``config.json`` says an earlier run wrote them:
+    a folder of other files keeps them). ``digests``: the run's :func:`mixing_digest` and
+    :func:`sim.data.dataset_digest` (a resume is refused when its checkpoint holds others).
     """
-    return prepare_outs([config], [digest])[0]
+    return prepare_outs([config], [digests], lock)[0]
 
 
-def prepare_outs(configs: Sequence[RunConfig], digests: Sequence[str | None] | None = None) -> list[Path]:
+def prepare_outs(
+    configs: Sequence[RunConfig], digests: Sequence[dict[str, str] | None] | None = None, lock: bool = False
+) -> list[Path]:
     """The run folders of several runs (a sweep's) made ready as :func:`prepare_out` does, but only once all
-    of them can be: the resumed runs' checkpoints and every folder's place checked first (reading only),
-    then every folder created and checked writable, then the fresh runs' old files removed. A refused run
-    leaves no other run's folder emptied, nor made (short of a folder that fails only its probe file)."""
+    of them can be: the resumed runs' checkpoints and metrics and every folder's place checked first
+    (reading only), then every folder created, checked writable and locked, then the fresh runs' old files
+    removed. A refused run leaves no other run's folder emptied, nor made (short of a folder that fails
+    only its probe file)."""
     for config, digest in zip(configs, digests or [None] * len(configs), strict=True):
         if config.resume:
             check_resumable(config, Path(config.out) / "checkpoint.pt", digest)
+            check_metrics_file(Path(config.out) / "metrics.csv")
         _creatable(Path(config.out))
     outs = [writable_folder(config.out, "out") for config in configs]
-    for config, out in zip(configs, outs, strict=True):
-        if not config.resume:
-            for name in RUN_FILES:
-                (out / name).unlink(missing_ok=True)
+    if lock:
+        lock_folders(outs)
+    try:
+        for config, out in zip(configs, outs, strict=True):
+            if not config.resume and (out / "config.json").is_file():
+                for name in RUN_FILES:
+                    (out / name).unlink(missing_ok=True)
+    except BaseException:
+        if lock:
+            release_folders(outs)
+        raise
     return outs
 
 
@@ -231,9 +255,10 @@ def _creatable(out: Path) -> None:
         raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
 
 
-def check_resumable(config: RunConfig, checkpoint: Path, digest: str | None = None) -> None:
-    """Refuse ``--resume`` without a checkpoint, or with settings that differ from the checkpoint's, or
-    (``digest``, :func:`mixing_digest`) where the same settings now build another C.
+def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str] | None = None) -> None:
+    """Refuse ``--resume`` without a checkpoint (or with a file that is not one), or with settings that
+    differ from the checkpoint's, or (``digests``: :func:`mixing_digest`, :func:`sim.data.dataset_digest`)
+    where the same settings now build another C or read other data.
 
     Fields named in ``allow_change`` (from RESUMABLE_CHANGES) may differ; the others must not.
     """
@@ -246,6 +271,12 @@ def check_resumable(config: RunConfig, checkpoint: Path, digest: str | None = No
         state = torch.load(checkpoint, weights_only=False)
     except Exception as exc:  # a truncated or foreign file: say which
         raise InputError(f"resume: {str(checkpoint)!r} is not a readable checkpoint ({exc})") from None
+    missing = CHECKPOINT_KEYS - set(state) if isinstance(state, dict) else CHECKPOINT_KEYS
+    if missing:
+        raise InputError(
+            f"resume: {str(checkpoint)!r} is not a dflkit checkpoint (it lacks {', '.join(sorted(missing))}; "
+            "expected the checkpoint.pt a run wrote)"
+        )
     saved = state.get("config")
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
@@ -259,13 +290,19 @@ def check_resumable(config: RunConfig, checkpoint: Path, digest: str | None = No
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
         )
-    before = state.get("mixing_digest")  # absent in checkpoints written before 2026-11-27
-    if digest is not None and before is not None and before != digest:
-        raise InputError(
-            "resume: the same settings now build another mixing matrix C than the checkpoint's (an edited "
-            "edges:/matrix: file, or Erdos-Renyi above 10,000 nodes, drawn by another generator since "
-            "2026-11-27; expected the same C, or a run without --resume)"
-        )
+    digests = digests or {}
+    why = {
+        "mixing_digest": "build another mixing matrix C than the checkpoint's (an edited edges:/matrix: "
+        "file, or Erdos-Renyi above 10,000 nodes, drawn by another generator since 2026-11-27",
+        "data_digest": f"read other data than the checkpoint's (the data set {config.dataset!r} has changed "
+        "under its name",
+    }
+    for key, reason in why.items():
+        before = state.get(key)  # absent in checkpoints written before 2026-11-27 (the data digest: later)
+        if digests.get(key) is not None and before is not None and before != digests[key]:
+            raise InputError(
+                f"resume: the same settings now {reason}; expected the same, or a run without --resume)"
+            )
     _check_streams(config, state.get("gen"))
 
 

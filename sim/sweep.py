@@ -44,6 +44,7 @@ from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
 from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
+from sim.run_folder import release_folders
 from sim.setup import Setup, build_trainer, prepare, prepare_outs
 from sim.trainer import Trainer
 
@@ -326,9 +327,10 @@ def check_compatible(configs: Sequence[RunConfig]) -> None:
         raise InputError(f"sweep: two runs write to the same folder {same!r} (expected one folder per run)")
 
 
-def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]]:
+def build_engine(configs: Sequence[RunConfig], lock: bool = False) -> tuple[SweepEngine, list[Setup]]:
     """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
-    holding configs[r] at its first step."""
+    holding configs[r] at its first step; with ``lock``, the run folders locked (the caller gives them
+    back, as :func:`run_sweep` does)."""
     check_compatible(configs)
     for c in configs:
         c.validate()
@@ -337,13 +339,18 @@ def build_engine(configs: Sequence[RunConfig]) -> tuple[SweepEngine, list[Setup]
         torch.set_num_threads(first.threads)
     data = load_dataset(first.dataset, first.data_dir)
     setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
-    for setup, out in zip(setups, prepare_outs(configs, [s.digest for s in setups]), strict=True):
+    for setup, out in zip(setups, prepare_outs(configs, [s.digests for s in setups], lock), strict=True):
         setup.out = out
-    trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
-    device = setups[0].device
-    engine = SweepEngine(
-        setups[0].stack, trainers, [s.C for s in setups], data.x_train.to(device), data.y_train.to(device)
-    )
+    try:  # the folders are locked now: a failure gives them back
+        trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
+        device = setups[0].device
+        engine = SweepEngine(
+            setups[0].stack, trainers, [s.C for s in setups], data.x_train.to(device), data.y_train.to(device)
+        )
+    except BaseException:
+        if lock:
+            release_folders(c.out for c in configs)
+        raise
     return engine, setups
 
 
@@ -355,13 +362,35 @@ def run_sweep(
     Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
     A config with ``resume`` continues from its folder's checkpoint.
     """
-    engine, setups = build_engine(configs)
+    engine, setups = build_engine(configs, lock=True)
+    try:
+        return _run_engine(configs, engine, setups, progress)
+    finally:
+        release_folders(c.out for c in configs)
+
+
+def _run_engine(
+    configs: Sequence[RunConfig],
+    engine: SweepEngine,
+    setups: list[Setup],
+    progress: Callable[[int, int], None] | None,
+) -> list[dict[str, Any]]:
+    """The step loop of a sweep: every run's metrics, checkpoints and, as soon as it ends (its last step,
+    or diverged), its final files, as ``dfl-sim run`` writes them."""
     recorders = [
         RunRecorder(c, s, lane, Single()) for c, s, lane in zip(configs, setups, engine.lanes, strict=True)
     ]
+    summaries: dict[int, dict[str, Any]] = {}
+
+    def settle() -> None:  # a run that has ended writes its summary now, not when the sweep ends
+        for i, r in enumerate(recorders):
+            if r.finished and i not in summaries:
+                summaries[i] = r.finish()
+
     total = sum(c.steps for c in configs)
     try:
         _log_due([r for r in recorders if r.start()])
+        settle()
         active = [r for r in recorders if not r.finished]
         while active:
             lanes = [r.state for r in active]
@@ -373,24 +402,23 @@ def run_sweep(
             for r, d in zip(active, due, strict=True):
                 if not d:
                     r.finish_step(None)
+            settle()
             active = [r for r in active if not r.finished]
             if progress:
                 progress(sum(r.state.t for r in recorders), total)
             if interrupt_requested() and active:
                 raise _interrupted(recorders)
-        return [r.finish() for r in recorders]
+        return [summaries[i] for i in range(len(recorders))]
     finally:
         for r in recorders:
             r.close()
 
 
 def _interrupted(recorders: Sequence[RunRecorder]) -> RunInterrupted:
-    """A sweep stopped by Ctrl-C after a whole step: the finished runs' results and the others'
-    checkpoints written (:mod:`sim.interrupt`), and the error that says so."""
+    """A sweep stopped by Ctrl-C after a whole step: the unfinished runs' checkpoints written
+    (:mod:`sim.interrupt`; the finished ones wrote their results when they ended), and the error that
+    says so."""
     unfinished = [r.interrupted() for r in recorders if not r.finished]
-    for r in recorders:
-        if r.finished:
-            r.finish()
     done, total = sum(r.state.t for r in recorders), sum(r.config.steps for r in recorders)
     return RunInterrupted(
         f"interrupted after {done} of {total} steps; {len(recorders) - len(unfinished)} runs finished, "

@@ -1,0 +1,128 @@
+"""What a run folder holds and who may write it: the metrics columns, the folder lock, and the checks a
+``--resume`` makes of the files an earlier run left there (before anything in the folder changes).
+
+The lock is ``flock`` on ``OUT/.dfl-sim.lock`` (its text: the holder's process id), held from the moment
+the folder is prepared until the run, sweep or plan ends: a second run into a folder that a run is writing
+is refused with the first one's process id. The kernel drops the lock when its process dies, however it
+dies, so a killed run never leaves its folder locked.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from bounds import InputError
+
+__all__ = ["COLUMNS", "LOCK_NAME", "check_metrics_file", "lock_folders", "release_folders"]
+
+COLUMNS = (
+    "step",
+    "round",
+    "phase",
+    "lr",
+    "batch_loss",
+    "train_loss",
+    "train_acc",
+    "test_acc",
+    "node_loss",
+    "node_acc",
+    "consensus",
+    "grad_norm2",
+    "bits",
+    "model_time",
+    "wall_time",
+)
+"""The columns of a run's metrics.csv, in order."""
+
+LOCK_NAME = ".dfl-sim.lock"
+_held: dict[Path, tuple[IO[str], int]] = {}  # folder (resolved) -> this process's open lock file, holders
+
+
+def lock_folders(folders: Iterable[Path]) -> None:
+    """Take the lock of every folder (they exist), or none: InputError naming the first folder another
+    process holds, and its process id. A folder this process holds already is counted once more (each
+    take is matched by a :func:`release_folders`). Where the file system cannot lock (some network
+    mounts), a warning says so and the run goes on unguarded."""
+    taken: list[Path] = []
+    try:
+        for folder in folders:
+            key = folder.resolve()
+            if key in _held:
+                fh, holders = _held[key]
+                _held[key] = (fh, holders + 1)
+                taken.append(key)
+                continue
+            fh = (key / LOCK_NAME).open("a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except (BlockingIOError, PermissionError):  # EAGAIN / EACCES: another process holds it
+                fh.seek(0)
+                owner = fh.read().strip() or "unknown"
+                fh.close()
+                raise InputError(
+                    f"out = {str(folder)!r} is in use by another run (process {owner}; expected a folder no "
+                    "run is writing: wait for that run to end, or give another --out)"
+                ) from None
+            except OSError as exc:  # ENOLCK, EOPNOTSUPP: this file system has no locks
+                warnings.warn(
+                    f"cannot lock {folder} ({exc.strerror}): runs into it are not kept apart", stacklevel=2
+                )
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+            _held[key] = (fh, 1)
+            taken.append(key)
+    except BaseException:
+        release_folders(taken)
+        raise
+
+
+def release_folders(folders: Iterable[Path | str]) -> None:
+    """Give back one take of each of ``folders`` (those this process does not hold are skipped); the lock
+    itself goes with the last."""
+    for folder in folders:
+        key = Path(folder).resolve()
+        if key not in _held:
+            continue
+        fh, holders = _held.pop(key)
+        if holders > 1:
+            _held[key] = (fh, holders - 1)
+        else:
+            fh.close()
+
+
+def check_metrics_file(path: Path) -> None:
+    """A metrics.csv a resumed run will continue: absent, or a readable CSV whose header is COLUMNS.
+    InputError otherwise (a resume would drop the rows it cannot read: a file of another version, with
+    other columns, lost every row before the checkpoint's step)."""
+    if not path.exists():
+        return
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InputError(
+            f"resume: {str(path)!r} cannot be read ({why}; expected the run's metrics.csv)"
+        ) from None
+    if header is None:  # empty: the run was killed before its first row
+        return
+    if tuple(header) != COLUMNS:
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS]
+        parts = [
+            f"lacks {', '.join(missing)}" if missing else "",
+            f"has {', '.join(extra)} besides" if extra else "",
+        ]
+        what = "; ".join(filter(None, parts)) or "has them in another order"
+        raise InputError(
+            f"resume: {str(path)!r} {what} (expected the columns {', '.join(COLUMNS)}: a metrics.csv of "
+            "another version of dflkit; move it away to resume, its rows are then not continued)"
+        )
