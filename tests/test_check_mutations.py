@@ -92,6 +92,7 @@ PAIRS: dict[str, tuple[Any, Any]] = {
     "lemma9-choco": (CHECKS["lemma9-choco"].statement, lambda rho, delta: delta),
     "assumption2": (paper_delta, lambda q, d: min(1.0, 2 * paper_delta(q, d))),
     "lemma13-conditions": (lambda kappa: 100 * kappa, lambda kappa: kappa),
+    "lemma13-from-122": (lambda r: r.bound_repaired, lambda r: 0.9 * r.bound_repaired),  # printed: violated
     "local-drift": (
         f.local_drift_term_corrected,
         lambda *a: 0.1 * f.local_drift_term_corrected(*a),

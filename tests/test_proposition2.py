@@ -166,3 +166,68 @@ def test_an_overflowing_bound_says_so(name: str, value: float) -> None:
     assert cdfl_bound(**BASE).message == ""
     grid = cdfl_bound(**{**BASE, name: [BASE[name], value]})
     assert "overflows float64 at 1 point(s)" in grid.message and grid.success.tolist() == [True, False]
+
+
+def _worst_case_by_linear_programme(
+    mu: float, tau1: int, K: int, a: float, a0: float, r: np.ndarray
+) -> float:
+    """max (1/S) sum w_k e_k s.t. a_{k+1} <= c_k a_k - eta_k e_k + r_k, a, e >= 0 (scipy's HiGHS)."""
+    from scipy.optimize import linprog
+
+    k = np.arange(K, dtype=float)
+    eta, w = 4 / (mu * (a + k)), (a + k) ** 2
+    c = 1 - mu * eta * tau1 / 2
+    # variables: e_0..e_{K-1}, a_1..a_K
+    cost = np.concatenate([-w, np.zeros(K)])
+    A = np.zeros((K, 2 * K))
+    b = r.copy()
+    for m in range(K):
+        A[m, m] = eta[m]  # eta_m e_m + a_{m+1} - c_m a_m <= r_m
+        A[m, K + m] = 1.0
+        if m == 0:
+            b[0] += c[0] * a0
+        else:
+            A[m, K + m - 1] = -c[m]
+    done = linprog(cost, A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+    assert done.success
+    return -done.fun / cf.weight_sum(a, K)
+
+
+@pytest.mark.parametrize(("tau1", "G2", "K"), [(1, 0.0, 40), (2, 1.0, 60), (4, 0.0, 50), (7, 1.0, 30)])
+def test_worst_case_of_122_equals_its_linear_programme(tau1: int, G2: float, K: int) -> None:
+    """bounds.cdfl.recursion's backward pass is the exact worst case of (122)'s recursion: a linear
+    programme over every sequence a_k, e_k >= 0 gives the same value."""
+    from bounds.cdfl.recursion import worst_case_122
+
+    mu, a, sigma2, N, p, theta = 0.1, 60.0, 1.0, 10, 1e-3, 5e-4
+    k = np.arange(K, dtype=float)
+    eta = 4 / (mu * (a + k))
+    d = cf.D1(1.0, tau1, G2, p, theta, 4, k) + cf.D2(1.0, mu, tau1, G2, p, theta, 4, k)
+    d = d + cf.D3(1.0, mu, tau1, G2, p, theta, 4, k)
+    r = eta**2 * tau1**2 * sigma2 / N + eta**3 * tau1**2 * ((1 + mu) * sigma2 * tau1 / (3 * N) + d)
+    exact = _worst_case_by_linear_programme(mu, tau1, K, a, 2.0, r)
+    fast = worst_case_122(L=1.0, mu=mu, sigma2_bar=sigma2, G2=G2, N=N, tau1=tau1, tau2=4, K=K, a=a, p=p,
+                          theta=theta, init_dist2=2.0)  # fmt: skip
+    assert fast == pytest.approx(exact, rel=1e-7)
+
+
+@pytest.mark.parametrize("tau1", range(2, 9))
+@pytest.mark.parametrize("G2", [0.0, 1.0])
+def test_the_repaired_lemma13_bounds_the_recursion_and_the_printed_one_does_not(tau1: int, G2: float) -> None:
+    """At the stated step, Lemma 12 applied to (122) (bound_repaired) is at least the recursion's exact worst
+    case, tight to 1% without the D terms; Lemma 13 as printed falls below it from tau1 = 3 on, as
+    its noise term is tau1 / 2 too small (the check lemma13-from-122)."""
+    from bounds.cdfl.recursion import worst_case_122
+
+    inputs = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=G2, N=10, tau1=tau1, tau2=4, K=1000)
+    r = cdfl_bound(**inputs, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    worst = worst_case_122(**inputs, a=r.a, p=r.p, theta=r.theta, init_dist2=1.0)
+    assert worst <= r.bound_repaired * (1 + 1e-12)
+    if G2 == 0:
+        assert worst > 0.99 * r.bound_repaired
+    assert (worst > r.bound) == (tau1 >= 3)
+    noise_ratio = (
+        cf.lemma13_bound_stated_step(1.0, 0.1, 1.0, 10, tau1, 1000, r.a, 1.0, 0, 0, 0)[1] / r.terms["noise"]
+    )
+    assert noise_ratio == pytest.approx(tau1 / 2)
+    assert np.isinf(cdfl_bound(**{**inputs, "tau1": 1}, zeta=0.87, delta=0.5, beta_mix=4 / 3).bound_repaired)

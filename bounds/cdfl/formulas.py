@@ -26,6 +26,7 @@ __all__ = [
     "lemma10_consensus_bound",
     "lemma11_phi_bound",
     "lemma13_bound",
+    "lemma13_bound_stated_step",
     "lemma13_largest_eta",
     "lemma13_step_condition_lhs",
     "proposition2_order_terms",
@@ -135,6 +136,44 @@ def lemma13_bound(
     initial = mu * tau1 * a**3 * init_dist2 / (8 * S)
     noise = 4 * K * (K + 2 * a) / (mu * S) * tau1 * sigma2_bar / N
     higher = 64 * K / (mu**2 * S) * ((L + mu) * sigma2_bar * tau1 / (3 * N) + d1 + d2 + d3)
+    return initial, noise, higher
+
+
+def lemma13_bound_stated_step(
+    L: Any,
+    mu: Any,
+    sigma2_bar: Any,
+    N: Any,
+    tau1: Any,
+    K: Any,
+    a: Any,
+    init_dist2: Any,
+    d1: Any,
+    d2: Any,
+    d3: Any,
+) -> tuple[Any, Any, Any]:
+    """Our repair of Lemma 13's last step: what Lemma 12 gives from (122) at the lemma's own step
+    eta_k = 4 / (mu (a + k)), for tau1 >= 2 (the terms of :func:`lemma13_bound`, in the same order).
+
+    (122) is a_{k+1} <= (1 - mu eta_k tau1 / 2) a_k - eta_k e_k + eta_k^2 tau1^2 sigma_bar^2 / N
+    + eta_k^3 tau1^2 Q, with e_k = F(u_k) - F* (under the lemma's hypothesis on the bracket) and
+    Q = (L + mu) sigma_bar^2 tau1 / (3N) + D1 + D2 + D3. For tau1 >= 2 its contraction is at least
+    Lemma 12's 1 - mu eta_k, so Lemma 12 applies with A = 1, B = tau1^2 sigma_bar^2 / N, C = tau1^2 Q:
+
+    mu a^3 ||u0 - u*||^2 / (4 S_K),  2 K (K + 2a) tau1^2 sigma_bar^2 / (mu S_K N),
+    16 K tau1^2 Q / (mu^2 S_K),
+
+    i.e. the printed terms times 2 / tau1, tau1 / 2 and tau1^2 / 4: the printed noise and higher-order terms
+    are too small for tau1 >= 3. The printed constants are what Lemma 12 gives for the step
+    eta_k = 8 / (mu tau1 (a + k)) (Lemma 12's step eta_k tau1 / 2). For tau1 = 1 the contraction
+    1 - mu eta_k / 2 is weaker than Lemma 12's and these terms bound nothing (the caller sets them to
+    inf). :func:`bounds.cdfl.recursion.worst_case_122` computes the recursion's exact worst case.
+    """
+    S = weight_sum(a, K)
+    Q = (L + mu) * sigma2_bar * tau1 / (3 * N) + d1 + d2 + d3
+    initial = mu * a**3 * init_dist2 / (4 * S)
+    noise = 2 * K * (K + 2 * a) * tau1**2 * sigma2_bar / (mu * S * N)
+    higher = 16 * K * tau1**2 * Q / (mu**2 * S)
     return initial, noise, higher
 
 

@@ -28,6 +28,12 @@ Choices where the paper leaves a constant implicit (each can be overridden):
   the K + 1-term version differs by (a + K)^2.
 * D1, D2, D3 depend on the round k; Lemma 13 leaves k free. They grow with k, so we
   evaluate them at k = K, which bounds every round.
+
+Finding (the proof's last step, ``dfl-check``'s lemma13-from-122): Lemma 13's constants are what
+Lemma 12 gives from (122) with the step eta_k = 8 / (mu tau1 (a + k)), not with the lemma's
+eta_k = 4 / (mu (a + k)); with the latter (tau1 >= 2) Lemma 12 gives ``bound_repaired``, whose noise
+and higher-order terms are tau1 / 2 and tau1^2 / 4 times the printed ones, and the exact worst case of
+(122)'s recursion (:mod:`bounds.cdfl.recursion`) exceeds the printed bound from tau1 = 3 on.
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ class CDFLBound(Result):
 
     Attributes:
         bound: Lemma 13's bound on F(w_avg^(K)) - F*.
+        bound_repaired: what Lemma 12 gives from (122) at the lemma's step eta_k = 4 / (mu (a + k))
+            (:func:`bounds.cdfl.formulas.lemma13_bound_stated_step`): the printed noise and higher-order
+            terms are too small for tau1 >= 3 (by tau1 / 2 and tau1^2 / 4); inf at tau1 = 1, where
+            Lemma 12 does not apply.
         terms: the named parts: ``initial``, ``noise``, ``higher_order`` (which
             contains D1 + D2 + D3) and ``D1``, ``D2``, ``D3`` themselves.
         p, gamma: CHOCO-G constants of Lemma 9; theta: Remark 10's constant used.
@@ -63,6 +73,7 @@ class CDFLBound(Result):
     """
 
     bound: Any
+    bound_repaired: Any
     terms: dict[str, Any]
     p: Any
     gamma: Any
@@ -180,6 +191,12 @@ def cdfl_bound(
         initial, noise, higher = cf.lemma13_bound(
             v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
         )
+        repaired = sum(
+            cf.lemma13_bound_stated_step(
+                v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
+            )
+        )
+        repaired = np.where(t1 >= 2, repaired, np.inf)  # tau1 = 1: Lemma 12 does not apply to (122)
         order = cf.proposition2_order_terms(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )
@@ -205,6 +222,7 @@ def cdfl_bound(
               "alpha": alpha, "init_dist2": init_dist2}  # fmt: skip
     return CDFLBound(
         bound=full(initial + noise + higher),
+        bound_repaired=full(repaired),
         terms={k: full(t) for k, t in terms.items()},
         p=full(p),
         gamma=full(gamma),

@@ -96,7 +96,7 @@ def compare_methods(
             "method": "C-DFL", "source": "Lemma 13 (explicit Proposition 2)",
             "quantity": "F(w_avg) - F* (strongly convex; eta_k = 4 / (mu (a + k)))", "tau1": tau1,
             "tau2": tau2, "zeta": zeta, "bound": r.bound, "bound_corrected_drift": None,
-            "bound_repaired": None,
+            "bound_repaired": r.bound_repaired,  # Lemma 12 from (122) at the lemma's step (Finding 12)
             "eta_condition_ok": r.conditions_ok, "eta_max": r.eta_0,
             "note": "not comparable with the rows above (other quantity and assumptions). " + r.message,
         })  # fmt: skip
