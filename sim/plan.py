@@ -41,7 +41,7 @@ from bounds.cli_tools import writable_folder
 from bounds.graph.mixing import as_matrix
 from bounds.plan.cost import CostModel
 from bounds.plan.optimize import budget_grid, optimize_dfl
-from bounds.plan.optimize_cdfl import optimize_cdfl
+from bounds.plan.optimize_cdfl import CDFL_BOUNDS, optimize_cdfl
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, fingerprint
 from sim.errors import RunInterrupted
@@ -108,6 +108,11 @@ class PlanSettings:
             raise InputError(
                 f"bound = {self.bound!r} is not known (expected auto, repaired, non-iid, paper or corrected)"
             )
+        if algorithm == "cdfl" and self.bound not in ("auto", *CDFL_BOUNDS):
+            raise InputError(
+                f"bound = {self.bound!r} is not a C-DFL bound (expected auto or paper: Lemma 13 as printed, "
+                "or repaired: its last step redone at its own step size)"
+            )
         for name in ("eta", "L", "gap"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -165,7 +170,9 @@ def _ranking(
     score: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[pd.DataFrame, str]:
     if config.algorithm == "cdfl":
-        grid, bound = _cdfl_grid(config, settings, constants), "cdfl (Lemma 13)"
+        repaired = settings.bound == "repaired"
+        grid = _cdfl_grid(config, settings, constants)
+        bound = "cdfl (Lemma 13, its last step repaired)" if repaired else "cdfl (Lemma 13)"
     else:
         grid, bound = _dfl_grid(config, settings, constants)
     feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
@@ -201,7 +208,7 @@ def _cdfl_grid(config: RunConfig, settings: PlanSettings, constants: dict[str, A
         L=constants["L"], mu=settings.mu, sigma2_bar=constants["sigma2"], G2=settings.G2, N=config.nodes,
         zeta=constants["zeta"], beta_mix=constants["beta_mix"], dim=constants["dim"], t_comp=1e-12,
         latency=0.0, bandwidth=1.0, budget_seconds=settings.budget_bits, max_tau1=settings.max_tau1,
-        max_tau2=settings.max_tau2,
+        max_tau2=settings.max_tau2, bound="repaired" if settings.bound == "repaired" else "paper",
     )  # fmt: skip
     if not result.success:
         raise InputError(f"no configuration to plan: {result.message}")

@@ -18,8 +18,11 @@ NETWORK = dict(dim=1000, t_comp=0.01, latency=0.001, bandwidth=1e6)
 CANDIDATES = [("identity", None), ("top_k", 100), ("rand_k", 670), ("gossip", 0.5), ("qsgd", 4)]
 
 
-def test_optimum_equals_brute_force() -> None:
-    r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=5, max_tau2=5, candidates=CANDIDATES)
+@pytest.mark.parametrize("bound", ["paper", "repaired"])
+def test_optimum_equals_brute_force(bound: str) -> None:
+    """Lemma 13 as printed, or its last step repaired (bound_repaired: no tau1 = 1 cell), brute-forced."""
+    r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=5, max_tau2=5, candidates=CANDIDATES,
+                      bound=bound)  # fmt: skip
     best = (math.inf, None)
     for name, parameter in CANDIDATES:
         q = make_compressor(name, parameter)
@@ -30,13 +33,24 @@ def test_optimum_equals_brute_force() -> None:
                 if K < 1:
                     continue
                 b = cdfl_bound(**PROBLEM, tau1=tau1, tau2=tau2, K=K, delta=q.delta(1000))
-                if b.conditions_ok and b.bound < best[0]:
-                    best = (b.bound, (name, tau1, tau2, K))
+                value = b.bound if bound == "paper" else b.bound_repaired
+                if b.conditions_ok and value < best[0]:
+                    best = (value, (name, tau1, tau2, K))
     name, tau1, tau2, K = best[1]
     assert (r.tau1, r.tau2, r.rounds) == (tau1, tau2, K) and name in r.message
     assert r.bound == pytest.approx(best[0], rel=1e-12)
     frame = r.grid_frame()
     assert len(frame) == 5 * 25 and set(frame["compressor"]) == {c for c, _ in CANDIDATES}
+
+
+def test_an_unknown_cdfl_bound_is_refused() -> None:
+    from sim.plan import PlanSettings
+
+    with pytest.raises(InputError, match="bound = 'lemma13' is unknown"):
+        optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, bound="lemma13")
+    settings = PlanSettings(budget_bits=1e6, mu=0.1, G2=1.0, bound="non-iid")
+    with pytest.raises(InputError, match="bound = 'non-iid' is not a C-DFL bound"):
+        settings.validate("cdfl")  # a C-DFL plan used to drop it in silence
 
 
 def test_default_candidates_are_valid_for_the_dimension() -> None:

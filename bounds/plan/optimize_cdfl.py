@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
-from bounds._checks import real_array
+from bounds._checks import InputError, real_array
 from bounds.cdfl.compression import Compressor, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.plan.cost import CostModel
 from bounds.plan.optimize import OptimizeResult, budget_grid, pick
 
-__all__ = ["default_candidates", "optimize_cdfl"]
+__all__ = ["CDFL_BOUNDS", "default_candidates", "optimize_cdfl"]
 
 
 def default_candidates(dim: int) -> list[tuple[str, float | None]]:
@@ -36,6 +36,10 @@ def default_candidates(dim: int) -> list[tuple[str, float | None]]:
         *[("gossip", p) for p in (0.1, 0.2, 0.4, 0.6, 0.8)],
         *[("qsgd", s) for s in (1, 2, 4, 8, 16, 64)],
     ]
+
+
+CDFL_BOUNDS = ("paper", "repaired")
+"""The bounds :func:`optimize_cdfl` can minimise: Lemma 13 as printed, or our repair of its last step."""
 
 
 def optimize_cdfl(
@@ -58,13 +62,18 @@ def optimize_cdfl(
     max_tau2: int = 20,
     candidates: list[tuple[str, float | None]] | None = None,
     runners_up: int = 5,
+    bound: str = "paper",
 ) -> OptimizeResult:
     """Minimise Lemma 13's bound over (tau1, tau2) and the compressor (and its parameter).
 
     ``candidates`` are (name, parameter) pairs for :func:`bounds.cdfl.compression.make_compressor`;
-    the default is :func:`default_candidates`. The result's grid has one row per
-    (compressor, tau1, tau2) cell, with its delta and message bits.
+    the default is :func:`default_candidates`. ``bound``: ``paper`` (Lemma 13 as printed) or
+    ``repaired`` (what Lemma 12 gives from (122) at the lemma's step: ``CDFLBound.bound_repaired``,
+    README Finding 12; no cell with tau1 = 1). The result's grid has one row per (compressor, tau1, tau2)
+    cell, with its delta and message bits.
     """
+    if bound not in CDFL_BOUNDS:
+        raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
     d = int(real_array("dim", dim, low=1, integer=True))
     pieces: list[dict[str, np.ndarray]] = []
     for name, parameter in candidates or default_candidates(d):
@@ -101,7 +110,7 @@ def optimize_cdfl(
                 "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
                 "eta_0": np.broadcast_to(np.asarray(r.eta_0), shape).copy(),
                 "conditions_ok": ok,
-                "bound": np.where(ok, r.bound, np.inf),
+                "bound": np.where(ok, r.bound if bound == "paper" else r.bound_repaired, np.inf),
             }
         )
     grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
