@@ -9,6 +9,7 @@ makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -281,6 +282,10 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
+    if (
+        "eval_samples" not in saved
+    ):  # a checkpoint from before it was in the fingerprint: the run's config.json
+        saved = {**saved, **_recorded(checkpoint.parent / "config.json", "eval_samples")}
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:
@@ -304,6 +309,15 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
                 f"resume: the same settings now {reason}; expected the same, or a run without --resume)"
             )
     _check_streams(config, state.get("gen"))
+
+
+def _recorded(path: Path, name: str) -> dict[str, Any]:
+    """``{name: value}`` from a run's config.json, or {} where it cannot be read or lacks the field."""
+    try:
+        record = json.loads(path.read_text())
+        return {name: record[name]} if isinstance(record, dict) and name in record else {}
+    except (OSError, ValueError):
+        return {}
 
 
 def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tensor]:

@@ -305,3 +305,16 @@ def test_damaged_plan_and_grid_files_are_one_line_errors(tiny, tmp_path, capsys)
 def test_timeout_without_the_distributed_backend_is_refused(tiny, tmp_path, capsys) -> None:
     assert sim_main(_argv(tiny, tmp_path / "run", "--timeout", "5")) == 2
     assert "--timeout 5.0 has no effect: only backend 'distributed' reads it" in capsys.readouterr().err
+
+
+def test_an_older_checkpoint_is_checked_against_config_json_for_eval_samples(tiny, tmp_path, capsys) -> None:
+    """A checkpoint written before eval_samples joined the fingerprint lacks it: the run's config.json says
+    which sample its logged losses used, and a resume with another one is refused too."""
+    out = tmp_path / "run"
+    assert sim_main(_argv(tiny, out)) == 0
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    del state["config"]["eval_samples"]
+    torch.save(state, out / "checkpoint.pt")
+    assert sim_main(_argv(tiny, out, "--steps", "12", "--resume", "--eval-samples", "20")) == 2
+    assert "eval_samples = 30 -> 20" in capsys.readouterr().err
+    assert sim_main(_argv(tiny, out, "--steps", "12", "--resume")) == 0
