@@ -664,7 +664,9 @@ def _printed_lemma13(r: Any) -> float:
     "the exact worst case of that average over every sequence the recursion allows (bounds.cdfl.recursion: a "
     "backward pass, checked against a linear programme; D1, D2, D3 at each round), against the stated bound "
     "at the same inputs: L = 1, mu = 0.1, sigma_bar^2 = 1, G^2 in {0, 1}, N = 10, tau2 = 4, K in {100, "
-    "1000}, ||u0 - u*||^2 = 1, zeta = 0.87, delta = 0.5, a = a_needed, tau1 = 1..8. A worst case above the "
+    "1000}, ||u0 - u*||^2 = 1, zeta = 0.87, delta = 0.5, tau1 = 1..8, a = a_repaired (the smallest a >= 16 "
+    "kappa meeting (121)'s bracket condition, which (122) needs and which implies the printed one; both "
+    "bounds and the worst case at that a). A worst case above the "
     "bound means the bound does not follow from (122) by any argument that, like Lemma 12's, uses only "
     "the recursion; it is not a run of the algorithm above the bound",
     statement=_printed_lemma13,
@@ -673,7 +675,9 @@ def lemma13_from_122(ctx: CheckContext, bound_of: Any) -> Outcome:
     rows = []
     for G2, K, tau1 in itertools.product((0.0, 1.0), (100, 1000), range(1, 9)):
         inputs = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=G2, N=10, tau1=tau1, tau2=4, K=K)
-        r = cdfl_bound(**inputs, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+        network = dict(zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+        a = cdfl_bound(**inputs, **network).a_repaired  # where (121)'s condition, so (122), holds
+        r = cdfl_bound(**inputs, **network, a=a)
         worst = worst_case_122(**inputs, a=r.a, p=r.p, theta=r.theta, init_dist2=1.0)
         stated = float(bound_of(r))
         rows.append({"G2": G2, "K": K, "tau1": tau1, "a": float(r.a), "worst_case": worst, "stated": stated,

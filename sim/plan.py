@@ -104,7 +104,8 @@ class PlanSettings:
             raise InputError(f"others = {self.others!r} is out of range (expected an integer >= 0)")
         if self.estimate_samples < 2:
             raise InputError(f"estimate_samples = {self.estimate_samples!r} is out of range (expected >= 2)")
-        if self.bound not in ("auto", "repaired", "non-iid", "paper", "proposition1", "corrected"):
+        if algorithm != "cdfl" and self.bound not in ("auto", "repaired", "non-iid", "paper", "proposition1",
+                                                      "corrected"):  # fmt: skip
             raise InputError(
                 f"bound = {self.bound!r} is not known (expected auto, repaired, non-iid, paper or corrected)"
             )

@@ -282,9 +282,8 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
-    if (
-        "eval_samples" not in saved
-    ):  # a checkpoint from before it was in the fingerprint: the run's config.json
+    # a checkpoint from before eval_samples was in the fingerprint: the run's config.json says it
+    if "eval_samples" not in saved:
         saved = {**saved, **_recorded(checkpoint.parent / "config.json", "eval_samples")}
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]

@@ -36,9 +36,11 @@ def test_optimum_equals_brute_force(bound: str) -> None:
                 value = b.bound if bound == "paper" else b.bound_repaired
                 if b.conditions_ok and value < best[0]:
                     best = (value, (name, tau1, tau2, K))
+                    eta = b.eta_0 if bound == "paper" else 4 / (PROBLEM["mu"] * b.a_repaired)  # its schedule
     name, tau1, tau2, K = best[1]
     assert (r.tau1, r.tau2, r.rounds) == (tau1, tau2, K) and name in r.message
     assert r.bound == pytest.approx(best[0], rel=1e-12)
+    assert r.eta == pytest.approx(eta, rel=1e-12)
     frame = r.grid_frame()
     assert len(frame) == 5 * 25 and set(frame["compressor"]) == {c for c, _ in CANDIDATES}
 
@@ -48,6 +50,8 @@ def test_an_unknown_cdfl_bound_is_refused() -> None:
 
     with pytest.raises(InputError, match="bound = 'lemma13' is unknown"):
         optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, bound="lemma13")
+    r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=1, bound="repaired")
+    assert not r.success and "has a finite repaired bound within the budget (none with tau1 = 1)" in r.message
     settings = PlanSettings(budget_bits=1e6, mu=0.1, G2=1.0, bound="non-iid")
     with pytest.raises(InputError, match="bound = 'non-iid' is not a C-DFL bound"):
         settings.validate("cdfl")  # a C-DFL plan used to drop it in silence
@@ -128,3 +132,24 @@ def test_cli_cdfl_optimize_when_identity_wins(capsys) -> None:
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["compressor"], out["compressor_param"], out["delta"]) == ("identity", None, 1.0)
+
+
+@pytest.mark.parametrize(("given", "used"), [("auto", "paper"), ("paper", "paper"), ("repaired", "repaired")])
+def test_a_cdfl_plan_ranks_by_the_bound_it_is_given(monkeypatch, given: str, used: str) -> None:
+    import sim.plan as plan_module
+    from sim.config import RunConfig
+    from sim.plan import PlanSettings
+
+    seen = {}
+
+    def spy(**kwargs: object) -> None:
+        seen.update(kwargs)
+        raise RuntimeError("stop after the call")
+
+    monkeypatch.setattr(plan_module, "optimize_cdfl", spy)
+    settings = PlanSettings(budget_bits=1e6, mu=0.1, G2=1.0, bound=given)
+    settings.validate("cdfl")
+    constants = {"L": 1.0, "sigma2": 1.0, "zeta": 0.87, "beta_mix": 4 / 3, "dim": 100}
+    with pytest.raises(RuntimeError, match="stop after the call"):
+        plan_module._cdfl_grid(RunConfig(algorithm="cdfl"), settings, constants)
+    assert seen["bound"] == used

@@ -220,7 +220,12 @@ def test_the_repaired_lemma13_bounds_the_recursion_and_the_printed_one_does_not(
     from bounds.cdfl.recursion import worst_case_122
 
     inputs = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=G2, N=10, tau1=tau1, tau2=4, K=1000)
-    r = cdfl_bound(**inputs, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    network = dict(zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    first = cdfl_bound(**inputs, **network)
+    assert first.a_repaired > first.a  # (121)'s condition, with its tau1^2, needs a larger a than the printed
+    r = cdfl_bound(**inputs, **network, a=first.a_repaired)
+    assert r.bound_repaired == pytest.approx(first.bound_repaired, rel=1e-14)
+    assert np.isinf(cdfl_bound(**inputs, **network, a=first.a).bound_repaired)  # (121) fails there
     worst = worst_case_122(**inputs, a=r.a, p=r.p, theta=r.theta, init_dist2=1.0)
     assert worst <= r.bound_repaired * (1 + 1e-12)
     if G2 == 0:

@@ -23,6 +23,7 @@ __all__ = [
     "choco_p",
     "contraction",
     "geometric_rounds",
+    "largest_eta_121",
     "lemma10_consensus_bound",
     "lemma11_phi_bound",
     "lemma13_bound",
@@ -30,6 +31,7 @@ __all__ = [
     "lemma13_largest_eta",
     "lemma13_step_condition_lhs",
     "proposition2_order_terms",
+    "step_condition_121_lhs",
     "weight_sum",
 ]
 
@@ -192,11 +194,34 @@ def lemma13_largest_eta(L: Any, mu: Any, tau1: Any, alpha: Any) -> Any:
     4 L alpha eta + 8/3 (L + mu) L alpha tau1^3 eta^2 <= 2 tau1 - 1, i.e. b eta + c eta^2 <= 1
     with b = 4 L alpha / (2 tau1 - 1), c = 8 (L + mu) L alpha tau1^3 / (3 (2 tau1 - 1)).
     """
-    from bounds.dfl.formulas import sqrt
-
     b = 4 * L * alpha / (2 * tau1 - 1)
     c = 8 * (L + mu) * L * alpha * tau1**3 / (3 * (2 * tau1 - 1))
+    return _root(b, c)
+
+
+def _root(b: Any, c: Any) -> Any:
+    """The positive eta with b eta + c eta^2 = 1."""
+    from bounds.dfl.formulas import sqrt
+
     return 2 / (b + sqrt(b**2 + 4 * c))
+
+
+def step_condition_121_lhs(L: Any, mu: Any, tau1: Any, eta: Any, alpha: Any) -> Any:
+    """The bracket of (121) (Lemma 8's) <= -eta_k, divided by eta_k > 0 and moved to one side (must be <= 0):
+
+    4 L eta alpha tau1^2 - 2 tau1 + 8/3 (L + mu) eta^2 L alpha tau1^3 + 1 <= 0.
+
+    (122)'s term -eta_k (F(u_k) - F*) needs it; Lemma 13 prints it without the tau1^2 (see
+    :func:`lemma13_step_condition_lhs`), a weaker condition for tau1 >= 2.
+    """
+    return 4 * L * eta * alpha * tau1**2 - 2 * tau1 + 8 * (L + mu) * eta**2 * L * alpha * tau1**3 / 3 + 1
+
+
+def largest_eta_121(L: Any, mu: Any, tau1: Any, alpha: Any) -> Any:
+    """Largest eta with :func:`step_condition_121_lhs` <= 0 (the positive root of its quadratic in eta)."""
+    b = 4 * L * alpha * tau1**2 / (2 * tau1 - 1)
+    c = 8 * (L + mu) * L * alpha * tau1**3 / (3 * (2 * tau1 - 1))
+    return _root(b, c)
 
 
 def proposition2_order_terms(

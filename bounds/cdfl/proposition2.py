@@ -59,7 +59,11 @@ class CDFLBound(Result):
         bound_repaired: what Lemma 12 gives from (122) at the lemma's step eta_k = 4 / (mu (a + k))
             (:func:`bounds.cdfl.formulas.lemma13_bound_stated_step`): the printed noise and higher-order
             terms are too small for tau1 >= 3 (by tau1 / 2 and tau1^2 / 4); inf at tau1 = 1, where
-            Lemma 12 does not apply.
+            Lemma 12 does not apply. It repairs the last step only, at ``a_repaired``, where (121)'s
+            bracket condition (with its tau1^2, :func:`bounds.cdfl.formulas.step_condition_121_lhs`) holds,
+            which (122) needs and the printed condition does not give; the earlier steps are the paper's.
+        a_repaired: the shift of the repaired bound's schedule: the smallest a >= 16 kappa meeting (121)'s
+            condition (about twice ``a`` for tau1 >= 2), or the ``a`` given (then inf where it misses it).
         terms: the named parts: ``initial``, ``noise``, ``higher_order`` (which
             contains D1 + D2 + D3) and ``D1``, ``D2``, ``D3`` themselves.
         p, gamma: CHOCO-G constants of Lemma 9; theta: Remark 10's constant used.
@@ -74,6 +78,7 @@ class CDFLBound(Result):
 
     bound: Any
     bound_repaired: Any
+    a_repaired: Any
     terms: dict[str, Any]
     p: Any
     gamma: Any
@@ -191,12 +196,18 @@ def cdfl_bound(
         initial, noise, higher = cf.lemma13_bound(
             v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
         )
+        # the repair needs (121)'s own bracket condition (with tau1^2), stronger than the printed one: its a
+        eta_121 = cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"])
+        a_121 = np.maximum(np.maximum(16 * kappa, 4 / (v["mu"] * eta_121) * (1 + 1e-12)), 1 + 1e-9)
+        a_rep = a_121 if a is None else a_
+        holds_121 = cf.step_condition_121_lhs(v["L"], v["mu"], t1, 4 / (v["mu"] * a_rep), v["alpha"]) <= 0
         repaired = sum(
             cf.lemma13_bound_stated_step(
-                v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
+                v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_rep, init, d["D1"], d["D2"], d["D3"]
             )
         )
-        repaired = np.where(t1 >= 2, repaired, np.inf)  # tau1 = 1: Lemma 12 does not apply to (122)
+        # tau1 = 1: Lemma 12 does not apply to (122); a given a that misses (121)'s condition: no (122)
+        repaired = np.where((t1 >= 2) & holds_121 & (a_rep >= 16 * kappa * (1 - 1e-12)), repaired, np.inf)
         order = cf.proposition2_order_terms(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )
@@ -223,6 +234,7 @@ def cdfl_bound(
     return CDFLBound(
         bound=full(initial + noise + higher),
         bound_repaired=full(repaired),
+        a_repaired=full(a_rep),
         terms={k: full(t) for k, t in terms.items()},
         p=full(p),
         gamma=full(gamma),

@@ -17,7 +17,9 @@ Rows (all from Proposition 1 unless said otherwise):
 
 Each row also gives the bound with our corrected drift term
 (:func:`bounds.dfl.formulas.local_drift_term_corrected`) and our repair (``bound_repaired``, the
-average over local steps; Proposition 1 and both corollaries are refuted, README Findings 0, 2).
+average over local steps; Proposition 1 and both corollaries are refuted, README Findings 0, 2); in
+the C-DFL row ``bound_repaired`` is Lemma 13 with its last step redone (``CDFLBound.bound_repaired``,
+README Finding 12), a bound on F(w_avg) - F* like the row's own.
 Not included: the Cooperative SGD theorem of Wang & Joshi (JMLR 22(213), 2021), whose exact
 statement could not be checked against the paper from this project's sources.
 """

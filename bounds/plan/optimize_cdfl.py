@@ -108,16 +108,20 @@ def optimize_cdfl(
                 "tau2": tau2.astype(int),
                 "rounds": np.where(feasible, rounds, 0).astype(int),
                 "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
-                "eta_0": np.broadcast_to(np.asarray(r.eta_0), shape).copy(),
+                # the schedule the bound is for: eta_0 = 4 / (mu a), a = a_repaired for the repaired bound
+                "eta_0": np.broadcast_to(
+                    np.asarray(r.eta_0 if bound == "paper" else 4 / (mu * r.a_repaired)), shape
+                ).copy(),
                 "conditions_ok": ok,
                 "bound": np.where(ok, r.bound if bound == "paper" else r.bound_repaired, np.inf),
             }
         )
     grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
     if not np.isfinite(grid["bound"]).any():
-        return OptimizeResult.nothing_finite(
-            "no (compressor, tau1, tau2) meets Lemma 13's conditions within the budget", grid
-        )
+        why = "meets Lemma 13's conditions within the budget"
+        if bound == "repaired":  # its conditions may hold where the repaired bound is inf (tau1 = 1)
+            why = "has a finite repaired bound within the budget (none with tau1 = 1)"
+        return OptimizeResult.nothing_finite(f"no (compressor, tau1, tau2) {why}", grid)
     at, cells = pick(grid, grid["bound"], runners_up)
     steps = at["rounds"] * (at["tau1"] + at["tau2"])
     parameter = at["parameter"]
