@@ -78,12 +78,13 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     log_panels = {"consensus", "grad_norm2"} | (
         {"train_loss"} if len(loss) and loss.max() > 1e3 * loss.min() else set()
     )
+    labels = {name: _legend_label(name, frame, x) for name, frame in runs.items()}
     for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
         for name, frame in runs.items():
             y = pd.to_numeric(frame[column], errors="coerce")
             shown = np.isfinite(y) & ((y > 0) if column in log_panels else True)
             marker = "o" if len(frame) <= 30 else None
-            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=_legend_label(name, frame, x))
+            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         if column in log_panels:

@@ -30,7 +30,6 @@ __all__ = [
     "PIXEL_LEVELS",
     "DataError",
     "Dataset",
-    "dataset_digest",
     "load_dataset",
     "pixel_std",
     "through_table",
@@ -64,6 +63,23 @@ class Dataset:
     @property
     def input_shape(self) -> tuple[int, ...]:
         return tuple(self.x_train.shape[1:])
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A digest of the data, kept in a run's checkpoint: a resume is refused when the file under the same
+        name now holds other data. It covers every label and given node id, the shapes, and an evenly spaced
+        sample of about 2^20 input values per split (hashing all of MNIST's inputs would add 0.3 s to a
+        run; the sample takes 25 ms, once per data set: a sweep's runs share it)."""
+        h = hashlib.sha256()
+        for x in (self.x_train, self.x_test):
+            flat = x.reshape(-1)
+            h.update(repr(tuple(x.shape)).encode())
+            h.update(flat[:: max(1, flat.numel() // 2**20)].numpy().tobytes())
+        for y in (self.y_train, self.y_test):
+            h.update(y.numpy().tobytes())
+        if self.node is not None:
+            h.update(np.ascontiguousarray(self.node).tobytes())
+        return h.hexdigest()[:16]
 
 
 def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
@@ -270,22 +286,6 @@ def load_npz(path: Path) -> Dataset:
         classes,
         None if node is None else node.astype(np.int64),
     )
-
-
-def dataset_digest(data: Dataset) -> str:
-    """A digest of a data set, kept in a run's checkpoint: a resume is refused when the file under the same
-    name now holds other data. It covers every label and given node id, the shapes, and an evenly spaced
-    sample of about 2^20 input values per split (hashing all of MNIST's inputs would add 0.3 s to a run)."""
-    h = hashlib.sha256()
-    for x in (data.x_train, data.x_test):
-        flat = x.reshape(-1)
-        h.update(repr(tuple(x.shape)).encode())
-        h.update(flat[:: max(1, flat.numel() // 2**20)].numpy().tobytes())
-    for y in (data.y_train, data.y_test):
-        h.update(y.numpy().tobytes())
-    if data.node is not None:
-        h.update(np.ascontiguousarray(data.node).tobytes())
-    return h.hexdigest()[:16]
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:

@@ -35,7 +35,7 @@ from sim.errors import RunInterrupted, SimulationError
 from sim.evaluation import Evaluator
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.interrupt import interrupt_requested
-from sim.run_folder import COLUMNS
+from sim.run_folder import COLUMNS, run_record
 from sim.setup import Setup, process_streams
 from sim.trainer import Trainer
 
@@ -163,7 +163,7 @@ class RunRecorder:
         changes: list[dict[str, Any]] = []
         if config.resume:  # prepare_out has checked that the checkpoint exists and matches
             saved = torch.load(self.checkpoint, weights_only=False)
-            changes = _changes(s.out / "config.json", saved.get("config") or {}, config, saved["t"])
+            changes = _changes(s.out, saved.get("config") or {}, config, saved["t"])
             state.X, state.t = comm.restore_rows(saved["X"].to(s.device)), saved["t"]
             self.counters = saved["counters"]
             state.sampler.restore(saved["sampler"])
@@ -430,15 +430,14 @@ def _divergence(finite: bool, now: float | None, first: float | None, t: int, et
     return ""
 
 
-def _changes(path: Path, saved: dict[str, Any], config: RunConfig, t: int) -> list[dict[str, Any]]:
+def _changes(folder: Path, saved: dict[str, Any], config: RunConfig, t: int) -> list[dict[str, Any]]:
     """The --allow-change history of a run resumed at step t: the changes its config.json records before
     step t (a later one was made by a resume that never reached a checkpoint: killed, or diverged), and
     each field now differing from the checkpoint's (``{field, from, to, step}``), so that config.json says
     the run did not use one value throughout."""
     try:
-        earlier = json.loads(path.read_text()).get("changes", [])
-        earlier = [c for c in earlier if c["step"] < t]
-    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        earlier = [c for c in run_record(folder).get("changes", []) if c["step"] < t]
+    except (TypeError, KeyError):  # a hand-edited record
         earlier = []
     now = asdict(config)
     new = [{"field": k, "from": saved[k], "to": now[k], "step": t}

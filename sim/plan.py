@@ -80,6 +80,11 @@ class PlanSettings:
     mu: float | None = None
     G2: float | None = None
 
+    @property
+    def cdfl_bound(self) -> str:
+        """The bound a C-DFL plan ranks by (one of CDFL_BOUNDS): ``auto`` is Lemma 13 as printed."""
+        return "repaired" if self.bound == "repaired" else "paper"
+
     def validate(self, algorithm: str = "dfl") -> None:
         """Ranges, and the budget of the algorithm: modelled seconds for DFL; for C-DFL bits per node
         (``budget_bits``) and Lemma 13's mu and G^2, which a non-convex model cannot estimate."""
@@ -171,9 +176,10 @@ def _ranking(
     score: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[pd.DataFrame, str]:
     if config.algorithm == "cdfl":
-        repaired = settings.bound == "repaired"
         grid = _cdfl_grid(config, settings, constants)
-        bound = "cdfl (Lemma 13, its last step repaired)" if repaired else "cdfl (Lemma 13)"
+        bound = {"paper": "cdfl (Lemma 13)", "repaired": "cdfl (Lemma 13, its last step repaired)"}[
+            settings.cdfl_bound
+        ]
     else:
         grid, bound = _dfl_grid(config, settings, constants)
     feasible = grid[np.isfinite(grid["bound"]) & (grid["rounds"] >= 1)]
@@ -209,7 +215,7 @@ def _cdfl_grid(config: RunConfig, settings: PlanSettings, constants: dict[str, A
         L=constants["L"], mu=settings.mu, sigma2_bar=constants["sigma2"], G2=settings.G2, N=config.nodes,
         zeta=constants["zeta"], beta_mix=constants["beta_mix"], dim=constants["dim"], t_comp=1e-12,
         latency=0.0, bandwidth=1.0, budget_seconds=settings.budget_bits, max_tau1=settings.max_tau1,
-        max_tau2=settings.max_tau2, bound="repaired" if settings.bound == "repaired" else "paper",
+        max_tau2=settings.max_tau2, bound=settings.cdfl_bound,
     )  # fmt: skip
     if not result.success:
         raise InputError(f"no configuration to plan: {result.message}")
@@ -234,8 +240,14 @@ def _parameter(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else float(value)
 
 
-SIMULATION_KEYS = ("tau1", "tau2", "compressor", "parameter", "steps", "seed", "eta")
-"""The columns of simulations.csv that say which simulation a row is."""
+MATCHED_EXACTLY = (
+    "tau1",
+    "tau2",
+    "compressor",
+    "steps",
+)  # steps: another budget gives the same cell other rounds
+SIMULATION_KEYS = (*MATCHED_EXACTLY, "parameter", "seed", "eta")
+"""The columns of simulations.csv that say which simulation a row is (:func:`_same_configuration`)."""
 
 
 def _read_saved_plan(path: Path) -> dict[str, Any] | None:
@@ -275,8 +287,7 @@ def _read_simulations(path: Path) -> list[dict[str, Any]]:
 
 
 def _same_configuration(record: dict[str, Any], row: pd.Series, seed: int) -> bool:
-    keys = ("tau1", "tau2", "compressor", "steps")  # steps: another budget gives the same cell other rounds
-    same = all(record[k] == row[k] for k in keys) and record["seed"] == seed
+    same = all(record[k] == row[k] for k in MATCHED_EXACTLY) and record["seed"] == seed
     return (
         same
         and np.isclose(record["eta"], row["eta"])

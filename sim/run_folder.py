@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import json
 import os
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from bounds import InputError
 
-__all__ = ["COLUMNS", "LOCK_NAME", "check_metrics_file", "lock_folders", "release_folders"]
+__all__ = ["COLUMNS", "LOCK_NAME", "check_metrics_file", "lock_folders", "release_folders", "run_record"]
 
 COLUMNS = (
     "step",
@@ -96,6 +97,16 @@ def release_folders(folders: Iterable[Path | str]) -> None:
             _held[key] = (fh, holders - 1)
         else:
             fh.close()
+
+
+def run_record(folder: Path) -> dict[str, Any]:
+    """The config.json a run wrote in ``folder`` as a dict; {} where there is none or it cannot be read
+    (its readers fall back to what they know without it)."""
+    try:
+        record = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def check_metrics_file(path: Path) -> None:

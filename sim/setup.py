@@ -9,7 +9,6 @@ makes the single-process :class:`~sim.trainer.Trainer` of a prepared run.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -28,13 +27,13 @@ from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matr
 from bounds.plan.cost import CostModel
 from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
-from sim.data import Dataset, dataset_digest, load_dataset
+from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
 from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import physical_memory
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
-from sim.run_folder import check_metrics_file, lock_folders, release_folders
+from sim.run_folder import check_metrics_file, lock_folders, release_folders, run_record
 from sim.trainer import Trainer
 
 __all__ = [
@@ -126,7 +125,7 @@ class Setup:
     device: torch.device
     out: Path
     mixing_digest: str = ""  # of C: what a resumed run must share with its checkpoint beyond settings,
-    data_digest: str = ""  # with sim.data.dataset_digest(data)
+    data_digest: str = ""  # with the data set's (sim.data.Dataset.digest)
 
     @property
     def digests(self) -> dict[str, str]:
@@ -174,7 +173,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
         cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
-    digests = {"mixing_digest": mixing_digest(C), "data_digest": dataset_digest(data)}
+    digests = {"mixing_digest": mixing_digest(C), "data_digest": data.digest}
     out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)
 
@@ -211,7 +210,7 @@ def prepare_out(config: RunConfig, digests: dict[str, str] | None = None, lock: 
     ``params.npz`` would sit beside the new ``config.json`` and a later ``--resume`` would pick up
     the old checkpoint, so they are removed (only where a ``config.json`` says an earlier run wrote them:
     a folder of other files keeps them). ``digests``: the run's :func:`mixing_digest` and
-    :func:`sim.data.dataset_digest` (a resume is refused when its checkpoint holds others).
+    :attr:`sim.data.Dataset.digest` (a resume is refused when its checkpoint holds others).
     """
     return prepare_outs([config], [digests], lock)[0]
 
@@ -258,7 +257,7 @@ def _creatable(out: Path) -> None:
 
 def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str] | None = None) -> None:
     """Refuse ``--resume`` without a checkpoint (or with a file that is not one), or with settings that
-    differ from the checkpoint's, or (``digests``: :func:`mixing_digest`, :func:`sim.data.dataset_digest`)
+    differ from the checkpoint's, or (``digests``: :func:`mixing_digest`, :attr:`sim.data.Dataset.digest`)
     where the same settings now build another C or read other data.
 
     Fields named in ``allow_change`` (from RESUMABLE_CHANGES) may differ; the others must not.
@@ -283,8 +282,8 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
     # a checkpoint from before eval_samples was in the fingerprint: the run's config.json says it
-    if "eval_samples" not in saved:
-        saved = {**saved, **_recorded(checkpoint.parent / "config.json", "eval_samples")}
+    if "eval_samples" not in saved and "eval_samples" in (record := run_record(checkpoint.parent)):
+        saved = {**saved, "eval_samples": record["eval_samples"]}
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:
@@ -308,15 +307,6 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
                 f"resume: the same settings now {reason}; expected the same, or a run without --resume)"
             )
     _check_streams(config, state.get("gen"))
-
-
-def _recorded(path: Path, name: str) -> dict[str, Any]:
-    """``{name: value}`` from a run's config.json, or {} where it cannot be read or lacks the field."""
-    try:
-        record = json.loads(path.read_text())
-        return {name: record[name]} if isinstance(record, dict) and name in record else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tensor]:

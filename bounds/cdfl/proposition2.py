@@ -161,15 +161,15 @@ def cdfl_bound(
         )
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # extreme inputs: overflow_note
         kappa = v["L"] / v["mu"]
-        # eta_0 = 4 / (mu a) must satisfy Lemma 13's step condition: a >= 4 / (mu eta*)
-        # (times 1 + 1e-12 so that rounding cannot put eta_0 a hair outside the condition)
-        eta_star = cf.lemma13_largest_eta(v["L"], v["mu"], v["tau1"], v["alpha"])
-        a_needed = 4 / (v["mu"] * eta_star) * (1 + 1e-12)
-        a_ = (
-            np.maximum(np.maximum(16 * kappa, a_needed), 1 + 1e-9)
-            if a is None
-            else real_array("a", a, low=1, low_open=True)
-        )
+
+        def smallest_a(largest_eta: Any) -> Any:
+            """The smallest a >= 16 kappa, > 1, with eta_0 = 4 / (mu a) <= ``largest_eta`` (times 1 + 1e-12 so
+            that rounding cannot put eta_0 a hair outside the condition)."""
+            return np.maximum(np.maximum(16 * kappa, 4 / (v["mu"] * largest_eta) * (1 + 1e-12)), 1 + 1e-9)
+
+        # eta_0 must satisfy Lemma 13's step condition as printed
+        a_needed = smallest_a(cf.lemma13_largest_eta(v["L"], v["mu"], v["tau1"], v["alpha"]))
+        a_ = a_needed if a is None else real_array("a", a, low=1, low_open=True)
         rho = 1 - v["zeta"]
         p = cf.choco_p(rho, v["delta"])
         theta_ = p / (2 * (1 - p)) if theta is None else real_array("theta", theta, low=0, low_open=True)
@@ -197,9 +197,7 @@ def cdfl_bound(
             v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
         )
         # the repair needs (121)'s own bracket condition (with tau1^2), stronger than the printed one: its a
-        eta_121 = cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"])
-        a_121 = np.maximum(np.maximum(16 * kappa, 4 / (v["mu"] * eta_121) * (1 + 1e-12)), 1 + 1e-9)
-        a_rep = a_121 if a is None else a_
+        a_rep = smallest_a(cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"])) if a is None else a_
         holds_121 = cf.step_condition_121_lhs(v["L"], v["mu"], t1, 4 / (v["mu"] * a_rep), v["alpha"]) <= 0
         repaired = sum(
             cf.lemma13_bound_stated_step(
@@ -242,7 +240,7 @@ def cdfl_bound(
         contraction=full(A),
         eta_0=full(eta_0),
         a=full(a_),
-        a_needed=full(np.maximum(16 * kappa, a_needed)),
+        a_needed=full(a_needed),
         conditions=conditions,
         conditions_ok=ok,
         order_terms=dict(zip(("first", "second", "third"), (full(o) for o in order), strict=True)),
