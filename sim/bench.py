@@ -24,6 +24,10 @@ on the pixels):
   another, both timed twice in the order AB BA (a drifting machine slows both alike); and the sweep's
   node-steps per second.
 
+* ``stacked_forms``: the stacked local step at a sweep's size (on a GPU Figs. 6-9's MNIST sweep, 630 nodes,
+  and Fig. 6's CIFAR-10 sweep, 150 nodes), NCHW against channels-last and, on CUDA, cuDNN's heuristics
+  against its timed algorithms (:func:`stacked_forms_benchmark`).
+
 The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
 ``step_fraction_of_peak``, ``gossip_ring_10000_over_copy`` (the largest N; the fastest timed form, named by
 ``gossip_ring_10000_method``; ``gossip_ring_10000_chosen_over_copy``: the form runs take),
@@ -59,7 +63,13 @@ from sim.gossip import DiagonalMixing, as_mixing, choose_mixing, mixing_form, sp
 from sim.models import MnistCNN, channels_last_default
 from sim.timing import seconds_per_call as _time
 
-__all__ = ["distributed_benchmark", "gossip_benchmark", "resolve_device", "run_benchmarks"]
+__all__ = [
+    "distributed_benchmark",
+    "gossip_benchmark",
+    "resolve_device",
+    "run_benchmarks",
+    "stacked_forms_benchmark",
+]
 
 _EXPECTED_DEVICES = "cpu, cuda or cuda:INDEX"
 
@@ -78,12 +88,18 @@ class _Sizes:
     sweep_runs: int = 8  # MNIST runs of the default config, stacked and one by one
     sweep_steps: int = 40
     sweep_repeats: int = 2  # each mode timed twice, AB BA
+    form_nodes: tuple[int, int] = (40, 10)  # stacked MNIST and CIFAR-10 CNNs for the convolution forms
 
 
 def _sizes(quick: bool) -> _Sizes:
     if quick:
-        return _Sizes(10, 32, 3, (100,), (10, 100, 1000), matmul=1024, sweep_steps=12)
+        return _Sizes(10, 32, 3, (100,), (10, 100, 1000), matmul=1024, sweep_steps=12, form_nodes=(10, 4))
     return _Sizes(10, 32, 10, (100, 1000), (10, 100, 1000, 10000))
+
+
+FORM_NODES_CUDA = (630, 150)
+"""The stacks timed for the convolution forms on a GPU: Figs. 6-9's MNIST sweep (63 runs of 10 nodes) and
+Fig. 6's CIFAR-10 sweep (15 runs), every run in a local step."""
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -124,6 +140,13 @@ def _engine_step(
     return lambda: stack.gradients(X, x, y, w)[0].mul_(eta).neg_().add_(X)
 
 
+def _gradients_call(
+    stack: Stack, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
+) -> Callable[[], tuple[torch.Tensor, torch.Tensor]]:
+    """The stacked gradients of every node of X on the batches (x, y), weights w, as a call to time."""
+    return lambda: stack.gradients(X, x, y, w)
+
+
 def step_flops(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
     """Floating-point operations of one local step of N nodes x B samples: those of one forward and
     backward pass of ``model`` on the N * B samples (the same arithmetic as the vectorised step),
@@ -143,6 +166,58 @@ def matmul_flops_per_s(n: int, repeats: int, dev: torch.device) -> float:
     """FLOP/s of an n x n float32 matmul on ``dev``: the reference for the device's attainable peak."""
     A, B = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
     return 2 * n**3 / _time(lambda: A @ B, repeats, dev)
+
+
+def stacked_forms_benchmark(
+    nodes: tuple[int, int], batch: int, repeats: int, dev: torch.device
+) -> dict[str, Any]:
+    """One stacked local step (the gradients of every node, :meth:`sim.engine.Stack.gradients`) of the MNIST
+    CNN at ``nodes[0]`` nodes and the CIFAR-10 CNN at ``nodes[1]``, ``batch`` samples each, in each memory
+    layout of the grouped convolutions (NCHW, channels-last) and, on CUDA, each with cuDNN's heuristics and
+    with cuDNN timing its algorithms per shape (``torch.backends.cudnn.benchmark``). Per form: ms per step,
+    node-steps per second, GFLOP/s (torch's FLOP counter on the plain model) and the gradients' relative
+    difference from the NCHW form's. ``fastest``: the form with the least ms.
+
+    What it found on an H100 (2026-11-27, torch 2.11), 630 MNIST and 150 CIFAR-10 nodes: NCHW 22.0 and
+    24.2 ms, with cudnn.benchmark 21.9 and 24.0 (no gain; and the 63-run MNIST sweep with it did not end in
+    the 110 s that one without it needs 80 for: it times the algorithms again for every new group of
+    runs), channels-last 28.9 and 24.8 ms. An im2col + batched-matmul form took 31.7 and 38.6 ms there
+    (and 2.4-4x NCHW's time on 2 CPU cores) and was not kept.
+    """
+    from sim.models import CifarCNN, MnistCNN
+
+    forms = [(False, False), (True, False)] + ([(False, True), (True, True)] if dev.type == "cuda" else [])
+    out: dict[str, Any] = {}
+    before = torch.backends.cudnn.benchmark
+    try:
+        for (name, module, shape), n in zip(
+            (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
+        ):
+            model = module().to(dev)
+            X = Stack(model).flatten(model).repeat(n, 1) + 0.01 * torch.randn(n, Stack(model).d, device=dev)
+            x, y = torch.randn(n, batch, *shape, device=dev), torch.randint(0, 10, (n, batch), device=dev)
+            w = torch.ones(y.shape, device=dev)
+            flops = step_flops(model, x, y)
+            rows: dict[str, Any] = {}
+            reference = None
+            for channels_last, benchmark in forms:
+                torch.backends.cudnn.benchmark = benchmark
+                step = _gradients_call(Stack(model, channels_last=channels_last), X, x, y, w)
+                G = step()[0]
+                reference = G if reference is None else reference
+                seconds = _time(step, repeats, dev)
+                label = "channels_last" if channels_last else "nchw"
+                label += "-cudnn_benchmark" if benchmark else ""
+                rows[label] = {
+                    "ms": round(seconds * 1e3, 3),
+                    "node_steps_per_s": round(n / seconds, 1),
+                    "gflop_per_s": round(flops / seconds / 1e9, 1),
+                    "relative_difference": float(f"{float((G - reference).norm() / reference.norm()):.3g}"),
+                }
+            out[f"{name}_N{n}_B{batch}"] = rows | {"fastest": min(rows, key=lambda k: rows[k]["ms"])}
+    finally:
+        torch.backends.cudnn.benchmark = before
+    return out
 
 
 def sweep_benchmark(
@@ -420,4 +495,6 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder, sizes.sweep_repeats)
     out["sweep"] = sweep
     out["sweep_over_sequential"] = sweep["sweep_over_sequential"]
+    form_nodes = FORM_NODES_CUDA if cuda and not quick else sizes.form_nodes
+    out["stacked_forms"] = stacked_forms_benchmark(form_nodes, b, repeats, dev)
     return out

@@ -136,7 +136,7 @@ def estimate_constants(config: RunConfig, settings: PlanSettings) -> dict[str, A
     n = config.nodes
     rng = np.random.default_rng(config.seed + 11)
     own = node_samples(s.parts, settings.estimate_samples, rng)
-    x_all, y_all = s.data.x_train.to(s.device), s.data.y_train.to(s.device)
+    x_all, y_all = s.data.train_on(s.device)
     X = s.x0.repeat(n, 1)
     sigma2, sigma2_se, varsigma2, noise = noise_and_heterogeneity(
         s.stack, X, x_all, y_all, own, config.batch_size

@@ -386,8 +386,7 @@ def build_trainer(config: RunConfig, s: Setup) -> Trainer:
         learning_rate(config),
         gossip,
         BatchSampler(s.parts, config.batch_size, config.seed, s.device),
-        s.data.x_train.to(s.device),
-        s.data.y_train.to(s.device),
+        *s.data.train_on(s.device),
         tau=s.tau1 + s.tau2,
         gen=gen,
     )

@@ -344,9 +344,7 @@ def build_engine(configs: Sequence[RunConfig], lock: bool = False) -> tuple[Swee
     try:  # the folders are locked now: a failure gives them back
         trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]
         device = setups[0].device
-        engine = SweepEngine(
-            setups[0].stack, trainers, [s.C for s in setups], data.x_train.to(device), data.y_train.to(device)
-        )
+        engine = SweepEngine(setups[0].stack, trainers, [s.C for s in setups], *data.train_on(device))
     except BaseException:
         if lock:
             release_folders(c.out for c in configs)

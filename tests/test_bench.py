@@ -19,7 +19,7 @@ from sim.gossip import LocalMixing
 
 TINY = bench._Sizes(
     nodes=2, batch=2, repeats=1, scaling_nodes=(3,), gossip_nodes=(4, 6), dense_gossip_up_to=4, matmul=32,
-    sweep_runs=2, sweep_steps=2,
+    sweep_runs=2, sweep_steps=2, form_nodes=(2, 1),
 )  # fmt: skip
 BAD_DEVICES = ["nonsense", "cuda:99", "meta", ""]
 FACTORIES = {
@@ -235,3 +235,14 @@ def test_step_flops_are_the_cnns_hand_counted_flops() -> None:
     per_sample = (c1 + c2 + fc) + (c1 + 2 * c2 + 2 * fc)
     x, y = torch.randn(3, 4, 1, 28, 28), torch.randint(0, 10, (3, 4))
     assert bench.step_flops(MnistCNN(), x, y) == 12 * per_sample
+
+
+def test_stacked_forms_time_both_layouts_and_agree_on_the_gradients() -> None:
+    got = bench.stacked_forms_benchmark((3, 2), 4, 1, torch.device("cpu"))
+    assert set(got) == {"mnist_N3_B4", "cifar10_N2_B4"}
+    for rows in got.values():
+        assert set(rows) == {"nchw", "channels_last", "fastest"}  # cuDNN's timed algorithms: on CUDA only
+        assert rows["fastest"] in ("nchw", "channels_last")
+        assert rows["nchw"]["relative_difference"] == 0.0  # the reference
+        assert 0 <= rows["channels_last"]["relative_difference"] < 1e-4  # the same gradients, reordered sums
+        assert all(rows[k]["ms"] > 0 and rows[k]["node_steps_per_s"] > 0 for k in ("nchw", "channels_last"))
