@@ -57,8 +57,9 @@ SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call. Measure
 # CLIs run) the time per node-step is flat: 4.3 ms at 20, 4.2-4.7 at 40, 4.3 at 80; the cut stays at 640,
 # which costs the least memory and is fast either way.
 SAMPLES_PER_CALL_CUDA = 32768  # the largest stacked call measured on a GPU (bench, N = 1000 x 32 on an H100:
-# 21,410 node-steps/s, no faster than N = 100's 23,984); a 400-run probe sweep with 65,536 (2,048 nodes)
-# per call stopped with an error not captured (2026-11-26)
+# 21,410 node-steps/s, no faster than N = 100's 23,984). A 400-run probe sweep stopped (2026-11-26, 65,536 per
+# call) and ran out of memory (2026-11-27, 32,768): every run held its own copy of the training set on the
+# GPU (75 GB); the runs share one now (Dataset.train_on), and a call of 32,768 takes about 6 GB
 
 
 class Lane:
