@@ -174,18 +174,18 @@ def test_finite_rows_on_cuda_is_isfinite_all() -> None:
 
 def test_a_sweep_holds_one_copy_of_the_training_set_on_the_device(tmp_path) -> None:
     """MNIST's training set (188 MB) on the GPU once for a sweep of 6 runs, not once per run."""
-    from sim.data import load_mnist
+    from sim.data import load_dataset
     from sim.sweep import build_engine
 
-    data = load_mnist()
+    configs = [
+        RunConfig(model="logreg", seed=s, steps=4, device="cuda", out=f"{tmp_path}/{s}") for s in range(6)
+    ]
+    data = load_dataset(configs[0].dataset, configs[0].data_dir)  # the object build_engine loads (cached)
     data.train_on("cuda")  # the data set's copy, made before the count starts
     size = data.x_train.numel() * data.x_train.element_size()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
-    configs = [
-        RunConfig(model="logreg", seed=s, steps=4, device="cuda", out=f"{tmp_path}/{s}") for s in range(6)
-    ]
     engine, _ = build_engine(configs)
     torch.cuda.synchronize()
+    assert engine.x_train is data.train_on("cuda")[0]
     assert torch.cuda.memory_allocated() - before < size  # one more copy per run would add 6 x 188 MB
-    del engine
