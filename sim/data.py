@@ -84,8 +84,12 @@ class Dataset:
     def train_on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
         """(x_train, y_train) on ``device``, copied there once per data set and device: a sweep's runs, their
         engine and the estimates share one copy. (Each run of a sweep used to copy the training set to the
-        GPU: MNIST's 188 MB x 400 runs, drift-non-iid-cnn's probe sweep, filled an 80 GB H100, 2026-11-27.)"""
-        key = str(torch.device(device))
+        GPU: MNIST's 188 MB x 400 runs, drift-non-iid-cnn's probe sweep, filled an 80 GB H100, 2026-11-27.)
+        The copy lives as long as the data set (the loaders cache two), so for the rest of the process."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:  # "cuda" and "cuda:0" are one device, one copy
+            device = torch.device("cuda", torch.cuda.current_device())
+        key = str(device)
         if key not in self._device_copies:
             self._device_copies[key] = (self.x_train.to(device), self.y_train.to(device))
         return self._device_copies[key]

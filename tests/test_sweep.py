@@ -164,10 +164,14 @@ def test_a_refused_resume_in_a_sweep_leaves_the_other_runs_results(tiny, tmp_pat
     assert (tmp_path / "a" / "summary.json").read_text() == kept and not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_batched_evaluation_equals_model_by_model(batched: bool) -> None:
+@pytest.mark.parametrize(("batched", "per_pass"), [(True, 4096), (True, 50), (False, 4096)])
+def test_batched_evaluation_equals_model_by_model(batched: bool, per_pass: int, monkeypatch) -> None:
     """evaluate_runs (one stacked pass over every run's models) against Stack.evaluate one model at a time,
-    on the MNIST CNN with runs of different sizes and samples."""
+    on the MNIST CNN with runs of different sizes and samples; per_pass = 50 cuts every run's samples into
+    chunks of 8 (forward) and 2 (gradients), gathered from the runs' shared sample tensors."""
+    import sim.evaluation
+
+    monkeypatch.setattr(sim.evaluation, "MODEL_SAMPLES_PER_PASS", per_pass)
     torch.manual_seed(0)
     data = load_mnist()
     model = MnistCNN()
