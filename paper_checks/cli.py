@@ -6,14 +6,19 @@ The paper's claims, checked. Before the checks start, one line on stderr estimat
 take (:mod:`paper_checks.estimate`); a progress bar follows them, weighted by that estimate (or
 counting checks while some were never timed in that folder).
 
-Exit code 0 when the checks ran, whatever they found; 2 for bad arguments.
+Exit code 0 when the checks ran, whatever they found; 2 for bad arguments; 130 when stopped (Ctrl-C, or
+SIGTERM as `timeout` sends): the report of the checks that finished stays (it is rewritten after each check).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from tqdm import tqdm
 
@@ -99,14 +104,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
         return 2
     if args.time_sweep:
+
+        def keep(timing: dict) -> None:  # after each data set: a timing stopped midway keeps what it measured
+            atomic_write(out / "sweep_timing.json", lambda tmp: tmp.write_text(json.dumps(timing, indent=1)))
+
         try:
-            timing = time_sweep(
-                chosen, context, args.sample_every, lambda line: print(f"dfl-check: {line}", file=sys.stderr)
-            )
+            with _interrupt_on_sigterm():
+                timing = time_sweep(
+                    chosen,
+                    context,
+                    args.sample_every,
+                    lambda line: print(f"dfl-check: {line}", file=sys.stderr),
+                    keep,
+                )
         except InputError as exc:
             print(f"dfl-check: error: {exc}", file=sys.stderr)
             return 2
-        atomic_write(out / "sweep_timing.json", lambda tmp: tmp.write_text(json.dumps(timing, indent=1)))
+        except KeyboardInterrupt:
+            print(f"dfl-check: interrupted; the data sets timed so far are in {out / 'sweep_timing.json'}",
+                  file=sys.stderr)  # fmt: skip
+            return 130
         print(json.dumps(timing))
         return 0
     guess = estimate(chosen, context, out / "cache")
@@ -120,19 +137,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         total = round(guess.seconds)
     bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=args.json, bar_format=shape)
 
+    finished: list[dict] = []
+
     def done(i: int, count: int, r: dict) -> None:  # a line per check: long runs are not silent
+        finished.append(r)  # and the report so far, rewritten (without figures): a stopped run keeps it
+        write_report(finished, out, quick, figures=False, progress=(i, count))
         cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
         why = f": {_first_line(r['summary'])}" if r["status"] == "could not run" else ""
         bar.write(f"dfl-check: [{i}/{count}] {r['id']}: {r['status']}{cached}{why}", file=sys.stderr)
         bar.update(1 if guess.untimed else round(guess.per_check.get(r["id"]) or 0))
 
-    with bar:
+    with bar, _interrupt_on_sigterm():
         try:
             results = run_checks(
                 args.only, quick, out, args.cifar_dir, args.device, progress=done, workers=args.jobs
             )
         except KeyboardInterrupt:
-            bar.write(f"dfl-check: interrupted; the checks that finished are cached in {out / 'cache'} (the "
+            bar.write(f"dfl-check: interrupted; the checks that finished are in {out / 'report.md'} and "
+                      f"cached in {out / 'cache'} (the "
                       "same command continues from them)", file=sys.stderr)  # fmt: skip
             return 130
     write_report(results, out, quick)
@@ -150,6 +172,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{'':<{width}}  {_first_line(r['summary'])}")
         print(f"report: {out / 'report.md'} and {out / 'report.json'}")
     return 0
+
+
+@contextmanager
+def _interrupt_on_sigterm() -> Iterator[None]:
+    """Within the block SIGTERM (what ``timeout`` and batch schedulers send) stops the checks as Ctrl-C does
+    (``KeyboardInterrupt``: the report of the checks that finished stays, the same command continues from
+    the cache), not silently; the previous handler is restored on leaving. In the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -158,9 +158,17 @@ def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
     return made
 
 
-def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
+def write_report(
+    results: list[dict[str, Any]],
+    out: Path,
+    quick: bool,
+    figures: bool = True,
+    progress: tuple[int, int] | None = None,
+) -> None:
     """report.json (everything) and report.md (a table of verdicts, then each check's evidence), each
-    written atomically; a report of some of the checks (``--only``) says so at its top."""
+    written atomically; a report of some of the checks (``--only``) says so at its top. ``progress`` (i, n):
+    a report written while the checks run, after the i-th of n (``figures`` False: they come at the end),
+    which says so at its top."""
     from sim.loop import atomic_write
 
     atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
@@ -180,7 +188,14 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
         "`runs`.",
         "",
     ]
-    if left_out:
+    if progress:
+        lines += [
+            f"**In progress:** {progress[0]} of {progress[1]} checks done; this report is rewritten after "
+            "each check, with figures when all have run. If it still says so, the run stopped: the same "
+            "command continues from the cache.",
+            "",
+        ]
+    elif left_out:
         lines += [
             f"**Partial report:** {len(results)} of the {len(CHECKS)} checks (`--only`); not in it: "
             f"{', '.join(left_out)}. `dfl-check` without `--only` reports them all (cached verdicts are "
@@ -204,7 +219,7 @@ def write_report(results: list[dict[str, Any]], out: Path, quick: bool) -> None:
             "",
         ]
         try:
-            pngs = _figures(r, out / "figures")
+            pngs = _figures(r, out / "figures") if figures else []
         except Exception as exc:  # a figure is a view of the evidence: its failure must not lose the report
             lines += [f"(figure not drawn: {type(exc).__name__}: {exc})", ""]
             pngs = []

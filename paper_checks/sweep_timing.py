@@ -36,16 +36,22 @@ __all__ = ["time_sweep"]
 
 
 def time_sweep(
-    checks: list[Check], context: CheckContext, every: int = 6, say: Callable[[str], None] | None = None
+    checks: list[Check],
+    context: CheckContext,
+    every: int = 6,
+    say: Callable[[str], None] | None = None,
+    save: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Time the selected checks' simulations as one sweep per data set against a sample of them run alone.
 
-    ``say`` receives a line after each timed part (long timings are not silent).
+    ``say`` receives a line after each timed part (long timings are not silent); ``save`` the result so far
+    after each data set (``complete`` False until the last: a timing stopped midway keeps the data sets
+    it finished), and the whole result at the end.
 
     Returns a JSON-ready dict: per data set the runs, the sampled runs, the sweep's seconds, the sample's
     measured and modelled seconds and the extrapolated sequential seconds; overall ``sweep_s``,
     ``sequential_s`` (measured when ``every`` is 1, else extrapolated: ``sequential_extrapolated``) and
-    ``sweep_over_sequential`` (< 1: the sweep is faster).
+    ``sweep_over_sequential`` (< 1: the sweep is faster), all over the data sets timed; ``complete``.
 
     Raises:
         InputError (a ``ValueError``): ``every`` is below 1, or no selected check has simulations left
@@ -66,8 +72,9 @@ def time_sweep(
     per_data: dict[str, dict[str, Any]] = {}
     totals = [0.0, 0.0]  # sweep, one by one (unrounded)
     tell = say or (lambda line: None)
+    groups = sweep_groups([c for _, c in first_check.values()])
     with tempfile.TemporaryDirectory() as scratch:
-        for g, runs in enumerate(sweep_groups([c for _, c in first_check.values()])):
+        for g, runs in enumerate(groups):
             dataset = runs[0].dataset
             label = dataset if dataset not in per_data else f"{dataset} ({runs[0].data_dir})"  # per folder
             by_check: dict[str, list[RunConfig]] = {}
@@ -100,16 +107,33 @@ def time_sweep(
                 "sampled_modelled_s": round(modelled_sample, 2),
                 "sequential_s": round(sequential, 2),
             }
+            if save and g < len(groups) - 1:
+                save(_result(context, every, per_data, totals, complete=False))
+    result = _result(context, every, per_data, totals, complete=True)
+    if save:
+        save(result)
+    return result
+
+
+def _result(
+    context: CheckContext,
+    every: int,
+    per_data: dict[str, dict[str, Any]],
+    totals: list[float],
+    complete: bool,
+) -> dict[str, Any]:
+    """The JSON of :func:`time_sweep` over the data sets timed so far."""
     sweep, sequential = totals
     return {
         "device": context.device,
         "grid": "quick" if context.quick else "full",
         "sample_every": every,
         "sequential_extrapolated": any(p["sampled_runs"] < p["runs"] for p in per_data.values()),
-        "per_dataset": per_data,
+        "per_dataset": {label: dict(part) for label, part in per_data.items()},  # a snapshot
         "runs": sum(p["runs"] for p in per_data.values()),
         "sampled_runs": sum(p["sampled_runs"] for p in per_data.values()),
         "sweep_s": round(sweep, 2),
         "sequential_s": round(sequential, 2),
         "sweep_over_sequential": round(sweep / sequential, 3),
+        "complete": complete,
     }

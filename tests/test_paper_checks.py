@@ -255,3 +255,34 @@ def test_list_names_every_check(capsys) -> None:
     assert main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(CHECKS)
+
+
+def test_a_stopped_dfl_check_leaves_the_report_of_the_checks_that_finished(tmp_path) -> None:
+    """SIGTERM (what `timeout` sends) during the second of two checks: exit 130 with a message, and
+    report.md / report.json hold the first check's verdict, marked as in progress (before, the process died
+    and left no report). In a child process: the signal is real."""
+    import os
+    import subprocess
+    import sys
+
+    child = f"""
+import os, signal, time
+import paper_checks.report as report
+real = report.run_one
+def run_one(chk, context, cache_dir):
+    if chk.id == "remarks-1-2":
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    return real(chk, context, cache_dir)
+report.run_one = run_one
+from paper_checks.cli import main
+raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp_path)!r}]))
+"""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "interrupted; the checks that finished are in" in done.stderr
+    md = (tmp_path / "report.md").read_text()
+    assert "**In progress:** 1 of 2 checks done" in md
+    assert "| zeta-values |" in md and "| remarks-1-2 |" not in md
+    assert [r["id"] for r in json.loads((tmp_path / "report.json").read_text())] == ["zeta-values"]

@@ -91,3 +91,18 @@ def test_nothing_to_time_is_one_line_exit_2(tmp_path, capsys) -> None:
     assert main(["--out", str(tmp_path), "--only", "zeta-values", "--time-sweep"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [err[0]] and err[0].startswith("dfl-check: error: no simulations to time")
+
+
+def test_each_data_set_is_saved_as_it_ends(tmp_path, monkeypatch) -> None:
+    """Two data sets: after the first, the result so far (complete False), then the whole (complete True);
+    a timing stopped during the second keeps the first's numbers."""
+    cal = Calibration(node_step=0.01, sample=1e-4, test_size=100)
+    monkeypatch.setattr(timing, "run", lambda config: {})
+    monkeypatch.setattr(timing, "run_sweep", lambda configs: [])
+    monkeypatch.setattr(timing, "calibrate", lambda config: cal)
+    runs = [RunConfig(dataset=d, steps=8, log_every=4, out=str(tmp_path / d)) for d in ("mnist", "cifar10")]
+    saved: list[dict] = []
+    ctx = CheckContext(quick=True, runs=tmp_path)
+    got = timing.time_sweep([_check("sims", runs)], ctx, 1, save=saved.append)
+    assert [s["complete"] for s in saved] == [False, True] and saved[-1] == got
+    assert list(saved[0]["per_dataset"]) == ["mnist"] and list(got["per_dataset"]) == ["mnist", "cifar10"]
