@@ -66,6 +66,9 @@ def select(
     if unknown:
         raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
     chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
+    from sim.setup import set_precision  # torch: once the arguments are read
+
+    set_precision(device, tf32=False)  # the checks' models outside runs (Hessians, probes) in float32 too
     cifar = cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")  # in the context, so in the cache key
     context = CheckContext(  # absolute paths: --out q and --out /abs/q share one cache
         quick=quick,

@@ -174,7 +174,8 @@ def stacked_forms_benchmark(
     """One stacked local step (the gradients of every node, :meth:`sim.engine.Stack.gradients`) of the MNIST
     CNN at ``nodes[0]`` nodes and the CIFAR-10 CNN at ``nodes[1]``, ``batch`` samples each, in each memory
     layout of the grouped convolutions (NCHW, channels-last) and, on CUDA, each with cuDNN's heuristics and
-    with cuDNN timing its algorithms per shape (``torch.backends.cudnn.benchmark``). Per form: ms per step,
+    with cuDNN timing its algorithms per shape (``torch.backends.cudnn.benchmark``), and NCHW in TF32 (what
+    ``--tf32`` buys; runs are float32 by default, :func:`sim.setup.set_precision`). Per form: ms per step,
     node-steps per second, GFLOP/s (torch's FLOP counter on the plain model) and the gradients' relative
     difference from the NCHW form's. ``fastest``: the form with the least ms.
 
@@ -186,9 +187,12 @@ def stacked_forms_benchmark(
     """
     from sim.models import CifarCNN, MnistCNN
 
-    forms = [(False, False), (True, False)] + ([(False, True), (True, True)] if dev.type == "cuda" else [])
+    forms = [(False, False, False), (True, False, False)]
+    if dev.type == "cuda":
+        forms += [(False, True, False), (True, True, False), (False, False, True)]
     out: dict[str, Any] = {}
-    before = torch.backends.cudnn.benchmark
+    flags = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32
     try:
         for (name, module, shape), n in zip(
             (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
@@ -200,14 +204,14 @@ def stacked_forms_benchmark(
             flops = step_flops(model, x, y)
             rows: dict[str, Any] = {}
             reference = None
-            for channels_last, benchmark in forms:
-                torch.backends.cudnn.benchmark = benchmark
+            for channels_last, benchmark, tf32 in forms:
+                flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = benchmark, tf32, tf32
                 step = _gradients_call(Stack(model, channels_last=channels_last), X, x, y, w)
                 G = step()[0]
                 reference = G if reference is None else reference
                 seconds = _time(step, repeats, dev)
                 label = "channels_last" if channels_last else "nchw"
-                label += "-cudnn_benchmark" if benchmark else ""
+                label += ("-cudnn_benchmark" if benchmark else "") + ("-tf32" if tf32 else "")
                 rows[label] = {
                     "ms": round(seconds * 1e3, 3),
                     "node_steps_per_s": round(n / seconds, 1),
@@ -216,7 +220,7 @@ def stacked_forms_benchmark(
                 }
             out[f"{name}_N{n}_B{batch}"] = rows | {"fastest": min(rows, key=lambda k: rows[k]["ms"])}
     finally:
-        torch.backends.cudnn.benchmark = before
+        flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = before
     return out
 
 
@@ -397,12 +401,16 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         InputError (a ``ValueError``): ``device`` is not ``cpu``, ``cuda`` or ``cuda:INDEX``
             of this machine (checked before anything is measured).
     """
+    from sim.setup import set_precision
+
     dev = resolve_device(device)
     sizes = _sizes(quick)
     cuda = dev.type == "cuda"
+    set_precision(dev, tf32=False)  # what runs use unless --tf32 (stacked_forms also times TF32)
     torch.manual_seed(0)
     repeats = sizes.repeats
     out: dict[str, Any] = {"device": str(dev), "threads": torch.get_num_threads(), "repeats": repeats}
+    out["precision"] = "float32 (TF32 off)" if cuda else "float32"
     if cuda:
         out["device_name"] = torch.cuda.get_device_name(dev)
     out["timer"] = (

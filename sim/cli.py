@@ -60,6 +60,8 @@ _HELP = {
     "alpha": "Dirichlet concentration of --partition dirichlet (default 0.5)",
     "seed": "random seed, an integer >= 0 (default 0)",
     "device": "cpu (default), cuda or cuda:INDEX",
+    "tf32": "on CUDA, let convolutions and matrix products round to TF32 (10 mantissa bits; faster on "
+    "Ampere and later GPUs; default: float32, as on the CPU)",
     "out": "run folder (default runs/latest); a fresh run replaces an earlier run's files there",
     "log_every": "write a metrics.csv row every this many steps (default 20)",
     "eval_samples": "training and test samples used for the logged metrics (default 500)",

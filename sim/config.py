@@ -38,8 +38,9 @@ __all__ = [
 
 MODELS = ("cnn", "logreg", "lstsq")  # sim.models builds them
 
-SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "backend", "threads")  # one value per sweep
-# (sim.sweep stacks runs of one data set and model, on one device, in one process)
+SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "tf32", "backend", "threads")  # one value per
+# sweep (sim.sweep stacks runs of one data set and model, on one device, in one process; tf32 is a flag of
+# the process)
 
 RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
 NOT_IN_FINGERPRINT = (  # fields that change neither the trajectory nor what is measured of it (eval_samples,
@@ -79,6 +80,7 @@ class RunConfig:
     alpha: float = 0.5
     seed: int = 0
     device: str = "cpu"
+    tf32: bool = False
     out: str = "runs/latest"
     log_every: int = 20
     eval_samples: int = 500
@@ -256,6 +258,8 @@ class RunConfig:
             unused("weights", "a topology matrix:PATH gives C itself")
         if self.backend != "distributed":
             unused("timeout", "only backend 'distributed' reads it (how long its processes wait for a peer)")
+        if not self.device.startswith("cuda"):
+            unused("tf32", f"only a CUDA device rounds matrix products to TF32 (got device {self.device!r})")
         if self.bandwidth is not None:
             unused("t_comm", "with bandwidth, latency + message bits / bandwidth is a gossip step's time")
         return why

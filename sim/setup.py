@@ -47,6 +47,7 @@ __all__ = [
     "prepare",
     "prepare_out",
     "prepare_outs",
+    "set_precision",
 ]
 
 
@@ -143,6 +144,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
     """
     config.validate()
     device = torch.device(config.device)
+    set_precision(device, config.tf32)
     data = data if data is not None else load_dataset(config.dataset, config.data_dir)
     parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
         data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
@@ -176,6 +178,17 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
     digests = {"mixing_digest": mixing_digest(C), "data_digest": data.digest}
     out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)
+
+
+def set_precision(device: torch.device | str, tf32: bool) -> None:
+    """Whether cuDNN's convolutions and cuBLAS's float32 matrix products on a CUDA ``device`` may round to
+    TF32 (10 mantissa bits), the process's torch flags; on the CPU nothing changes. torch's own default lets
+    convolutions round (``cudnn.allow_tf32``): an H100 gave the stacked CNNs' gradients 4e-3 (MNIST) and
+    2e-2 (CIFAR-10) relative from a float32 matmul form of the same step, 3e-7 on the CPU (2026-11-27), and
+    the checks' rounding floors are float32's; so runs are float32 unless ``tf32`` (``--tf32``) asks."""
+    if torch.device(device).type == "cuda":
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:

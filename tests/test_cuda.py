@@ -53,20 +53,28 @@ def test_a_run_on_cuda_equals_the_run_on_the_cpu(tiny, tmp_path, variant) -> Non
 
 @pytest.mark.parametrize("shape", [(1, 28, 28), (3, 32, 32)], ids=["mnist-cnn", "cifar-cnn"])
 def test_the_papers_cnns_on_cuda_follow_the_cpu(tmp_path, shape) -> None:
-    """The paper's CNNs on random images of their data sets' shapes, 4 nodes, full batch, 12 steps, with
-    cuDNN's TF32 off. With it on (torch's default for convolutions; 10 mantissa bits) the CIFAR-10 CNN
-    failed rtol 1e-2 on an H100 on 2026-11-26 and the MNIST CNN passed; TF32 is the suspected cause,
-    not yet confirmed on a GPU. Convolutions on the GPU still round differently, so the tolerance is
-    looser than for the logistic model, far below what a wrong step gives."""
+    """The paper's CNNs on random images of their data sets' shapes, 4 nodes, full batch, 12 steps, as runs
+    take them by default: float32 (sim.setup.set_precision turns off the TF32 that torch lets cuDNN use;
+    with it the CIFAR-10 CNN failed rtol 1e-2 on an H100 on 2026-11-26). Convolutions on the GPU still sum
+    in another order, so the tolerance is looser than for the logistic model, far below what a wrong step
+    gives. The TF32 flags are torch's own default here, before the runs: the runs must turn them off."""
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(160, *shape)).astype(np.float32), rng.integers(0, 10, 160)
     np.savez(tmp_path / "images.npz", x_train=x[:120], y_train=y[:120], x_test=x[120:], y_test=y[120:])
-    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):
         for device in ("cpu", "cuda"):
             data = f"npz:{tmp_path / 'images.npz'}"
             run(RunConfig(dataset=data, nodes=4, batch_size=0, steps=12, log_every=4, eta=0.05,
                           eval_samples=40, device=device, out=str(tmp_path / device)))  # fmt: skip
+        assert not torch.backends.cudnn.allow_tf32  # the CUDA run set float32
     assert_same_records(tmp_path / "cpu", tmp_path / "cuda", rtol=1e-2)
+
+
+def test_tf32_is_what_a_run_asks_for(tiny, tmp_path) -> None:
+    run(_config(tiny, tmp_path / "tf32", "cuda", tf32=True))
+    assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    run(_config(tiny, tmp_path / "fp32", "cuda"))
+    assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
 
 
 def test_a_sweep_on_cuda_equals_its_runs_one_by_one(tiny, tmp_path) -> None:

@@ -307,6 +307,12 @@ def test_timeout_without_the_distributed_backend_is_refused(tiny, tmp_path, caps
     assert "--timeout 5.0 has no effect: only backend 'distributed' reads it" in capsys.readouterr().err
 
 
+def test_tf32_on_the_cpu_is_refused(tiny, tmp_path, capsys) -> None:
+    assert sim_main(_argv(tiny, tmp_path / "run", "--tf32")) == 2
+    err = capsys.readouterr().err
+    assert "--tf32 True has no effect: only a CUDA device rounds matrix products to TF32" in err
+
+
 def test_an_older_checkpoint_is_checked_against_config_json_for_eval_samples(tiny, tmp_path, capsys) -> None:
     """A checkpoint written before eval_samples joined the fingerprint lacks it: the run's config.json says
     which sample its logged losses used, and a resume with another one is refused too."""

@@ -135,6 +135,9 @@ def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:
     with pytest.raises(InputError, match="model = 'lstsq' differs"):
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
                    RunConfig(**{**base, "model": "lstsq", "out": str(tmp_path / "b")})])  # fmt: skip
+    with pytest.raises(InputError, match="tf32 = True differs"):  # a flag of the process, not of a run
+        run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                   RunConfig(**{**base, "tf32": True, "out": str(tmp_path / "b")})])  # fmt: skip
     with pytest.raises(InputError, match="same folder"):
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
                    RunConfig(**{**base, "seed": 1, "out": str(tmp_path / "a")})])  # fmt: skip
@@ -315,3 +318,20 @@ def test_train_on_copies_once_per_device(tiny) -> None:
     assert first[0].device.type == "meta" and first[0].shape == data.x_train.shape
     assert data.train_on(torch.device("meta"))[0] is first[0]  # the same copy, however the device is named
     assert data.train_on("cpu")[0] is data.x_train  # on the CPU, the tensors themselves
+
+
+def test_set_precision_sets_the_cuda_flags_and_leaves_the_cpu_alone() -> None:
+    """Runs on CUDA are float32 unless --tf32 (torch's own default lets cuDNN round to TF32)."""
+    from sim.setup import set_precision
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = cudnn.allow_tf32, matmul.allow_tf32
+    try:
+        set_precision("cuda", True)
+        assert cudnn.allow_tf32 and matmul.allow_tf32
+        set_precision(torch.device("cuda:0"), False)
+        assert not cudnn.allow_tf32 and not matmul.allow_tf32
+        set_precision("cpu", True)  # a CPU run changes nothing
+        assert not cudnn.allow_tf32 and not matmul.allow_tf32
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = before
