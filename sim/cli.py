@@ -162,8 +162,9 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim.runner import run
 
-    if config.backend == "distributed":  # its processes take Ctrl-C themselves
-        return run(config)
+    if config.backend == "distributed":  # the launcher (or a torchrun rank) asks its processes to stop after
+        with checkpoint_on_interrupt():  # a step, all the same one, checkpointed (sim.distributed)
+            return run(config)
     if config.threads == 0:
         config.threads = automatic_threads()
     with checkpoint_on_interrupt():

@@ -19,7 +19,9 @@ gossip and qsgd draw per process: the same distribution, another sample).
 
 Faults: every collective and point-to-point call has the ``--timeout``; a process that dies
 makes the launcher stop the others, and one that hangs makes them fail after the timeout,
-never wait forever. The run resumes from its last checkpoint with ``--resume``.
+never wait forever. The run resumes from its last checkpoint with ``--resume``. A stop (Ctrl-C, or a
+SIGTERM to the launcher, which forwards it) is agreed by every rank at one step, whose checkpoint is
+written before the processes end (:mod:`sim.interrupt`).
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ from bounds.graph.mixing import as_matrix
 from sim.algorithms import algorithm, step_kinds
 from sim.config import RunConfig
 from sim.engine import BatchSampler
-from sim.errors import SimulationError
+from sim.errors import RunInterrupted, SimulationError
 from sim.faults import install_fault
 from sim.gossip import ChocoGossip, ExactGossip, as_mixing, canonical_csr, sparse_mixing
+from sim.interrupt import checkpoint_on_interrupt, interrupt_requested
 from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare, torchrun_rank_and_world
 from sim.trainer import Trainer
@@ -214,6 +217,17 @@ def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | N
         _die_with_parent(parent)
     if "OMP_NUM_THREADS" not in os.environ:  # P processes share the cores instead of oversubscribing them
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    # every rank stops after the same step, checkpointed; a spawned worker takes only SIGINT (its launcher
+    # forwards a stop as SIGINT and kills with SIGTERM), a torchrun rank both
+    taken = (signal.SIGINT,) if parent is not None else (signal.SIGINT, signal.SIGTERM)
+    if parent is not None:  # before the run and after it (the handler restored on leaving), a stop the
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # launcher forwarded late must not kill a worker
+    with checkpoint_on_interrupt(worker=True, signals=taken):
+        _run_rank(rank, config, world, init, parent)
+
+
+def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int | None) -> None:
+    """The run on one rank of the process group (:func:`_worker`)."""
     dist.init_process_group(
         "gloo",
         init_method=init,
@@ -246,6 +260,9 @@ def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | N
         comm = Comm(rank, world, blocks, mixing)
         install_fault(trainer, rank == world - 1, config.timeout)  # tests only: $DFLKIT_TEST_FAULT
         run_loop(config, s, trainer, comm)
+    except RunInterrupted:
+        if parent is None:  # under torchrun the rank reports it; a spawned worker ends quietly (the launcher
+            raise  # says it, sim.distributed.run_distributed)
     finally:
         dist.destroy_process_group()
 
@@ -270,13 +287,21 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
         prepare(config, lock=True)  # every input (data, matrix, folder, resume) checked before any process
         # starts; this process holds the folder's lock while its workers write (sim.runner.run gives it back)
         try:
-            mp.start_processes(
+            context = mp.start_processes(
                 _worker,
                 args=(config, world, f"tcp://127.0.0.1:{_free_port()}", os.getpid()),
                 nprocs=world,
-                join=True,
+                join=False,
                 start_method="spawn",
             )
+            forwarded = False
+            while not context.join(timeout=0.5):
+                if interrupt_requested() and not forwarded:  # a SIGTERM only this process received (timeout,
+                    for process in context.processes:  # kill): the workers stop after the same step too
+                        if process.is_alive() and process.pid is not None:
+                            os.kill(process.pid, signal.SIGINT)  # (late, it ends a worker quietly: torch's
+                            # spawn wrapper takes the KeyboardInterrupt)
+                    forwarded = True
         except ProcessException as exc:  # its text ends with the worker's traceback: its first and last line
             lines = [line for line in str(exc).splitlines() if line.strip()]
             why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
@@ -285,5 +310,17 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
                 "rerun with --resume to continue from the last checkpoint)"
             ) from None
     path = os.path.join(config.out, "summary.json")
+    if interrupt_requested() and not launched and not os.path.isfile(path):  # (a run that ended first: done)
+        raise RunInterrupted(_where_stopped(config))
     with open(path) as fh:
         return json.load(fh)
+
+
+def _where_stopped(config: RunConfig) -> str:
+    """The message of a distributed run its launcher stopped: the step of the workers' checkpoint."""
+    checkpoint = os.path.join(config.out, "checkpoint.pt")
+    try:
+        t = int(torch.load(checkpoint, weights_only=False)["t"])
+    except (OSError, KeyError, RuntimeError, TypeError, ValueError):
+        return f"interrupted; nothing to keep yet in {config.out}"
+    return f"interrupted at step {t} of {config.steps}; the checkpoint is in {config.out}"

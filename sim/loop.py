@@ -52,6 +52,7 @@ class Comm(Protocol):
 
     is_main: bool
     rank: int
+    world: int
 
     def full(self, rows: torch.Tensor) -> torch.Tensor:
         """The full N x d matrix from this process's rows (on the main process)."""
@@ -105,6 +106,7 @@ class Single:
 
     is_main = True
     rank = 0
+    world = 1
 
     def full(self, rows: torch.Tensor) -> torch.Tensor:
         """The full N x d matrix from this process's rows."""
@@ -146,6 +148,7 @@ class RunRecorder:
         self._writer: csv.DictWriter | None = None
         self._pending: tuple[str, torch.Tensor | None] | None = None
         self._due = False  # a checkpoint is due by checkpoint_seconds
+        self.interrupt = False  # a Ctrl-C / SIGTERM on any process of the run, agreed at the last step
         self.last_loss: float | None = None  # the mean mini-batch loss of the last local step
         self._start = self._last_save = time.perf_counter()
 
@@ -210,7 +213,8 @@ class RunRecorder:
             counters["first_loss"] = loss
         reason = _divergence(finite, loss, counters.get("first_loss"), state.t, config.eta)
         due = time.perf_counter() - self._last_save >= config.checkpoint_seconds
-        stop, self._due = self.comm.any(bool(reason), due)  # one collective a step: all act together
+        # one collective a step: all processes act together, a Ctrl-C that one of them received included
+        stop, self._due, self.interrupt = self.comm.any(bool(reason), due, interrupt_requested())
         if stop:
             self.message = reason or f"diverged at step {state.t} on another process (expected a smaller eta)"
         self.last_loss = loss
@@ -352,7 +356,9 @@ def run_loop(
                 recorder.finish_step(None)
             if progress:
                 progress(trainer.t, config.steps, recorder.last_loss)
-            if interrupt_requested() and not recorder.finished:
+            # one process stops as soon as asked; several at the step all of them agreed on (in record)
+            asked = interrupt_requested() if recorder.comm.world == 1 else recorder.interrupt
+            if asked and not recorder.finished:
                 raise recorder.interrupted()
         return recorder.finish()
     finally:

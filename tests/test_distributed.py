@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from bounds import InputError
 from sim.errors import SimulationError
@@ -168,3 +169,48 @@ def test_a_1200_node_run_keeps_c_sparse_and_two_processes_match_one(tmp_path) ->
     run(base(data, tmp_path / "two", backend="distributed", world_size=2, **kw))
     a, b = np.load(tmp_path / "one" / "params.npz"), np.load(tmp_path / "two" / "params.npz")
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-5
+
+
+@pytest.mark.parametrize("how", ["sigterm-to-the-launcher", "ctrl-c-to-the-group"])
+def test_a_stopped_distributed_run_stops_every_process_after_one_step_checkpointed(tiny, tmp_path, how):
+    """`timeout` signals only the launcher, which forwards the request; a terminal's Ctrl-C reaches every
+    process (none may stop before the others). Every rank agrees on the step in the collective it takes
+    each step, the checkpoint of that step is written, the CLI exits 130 saying so, and --resume ends where
+    the unbroken run ends (before, the processes died at once and the last every-N checkpoint was all that
+    was kept)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    steps = 2000
+    flags = ["--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", str(steps),
+             "--log-every", "10", "--eval-samples", "60", "--batch-size", "8", "--partition", "iid",
+             "--eta", "0.1", "--tau1", "2", "--tau2", "3", "--save-params",
+             "--checkpoint-every", "100000"]  # fmt: skip
+    folder = tmp_path / "f"
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sim", "run", *flags, "--backend", "distributed", "--world-size", "2",
+         "--out", str(folder)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip
+    metrics, deadline = folder / "metrics.csv", time.time() + 120
+    while time.time() < deadline and (not metrics.is_file() or len(metrics.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    if how == "sigterm-to-the-launcher":
+        child.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(child.pid, signal.SIGINT)  # its own session: the launcher and its workers
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err[-2000:]
+
+    t = int(torch.load(folder / "checkpoint.pt", weights_only=False)["t"])
+    assert 20 <= t < steps and f"interrupted at step {t} of {steps}" in err  # rows at 0, 10, 20 were written
+    assert not (folder / "summary.json").exists()
+    long = {"steps": steps, "log_every": 10, "checkpoint_every": 100000}
+    resumed = run(base(tiny, folder, **long, backend="distributed", world_size=2, resume=True))
+    run(base(tiny, tmp_path / "c", **long, backend="distributed", world_size=2))  # the same sums' order
+    assert resumed["steps"] == steps
+    a, b = np.load(folder / "params.npz"), np.load(tmp_path / "c" / "params.npz")
+    assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-6
