@@ -283,37 +283,58 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
         if rank != 0:
             return {}  # only rank 0 reports
     else:
-        world = config.world_size
         prepare(config, lock=True)  # every input (data, matrix, folder, resume) checked before any process
         # starts; this process holds the folder's lock while its workers write (sim.runner.run gives it back)
-        try:
-            context = mp.start_processes(
-                _worker,
-                args=(config, world, f"tcp://127.0.0.1:{_free_port()}", os.getpid()),
-                nprocs=world,
-                join=False,
-                start_method="spawn",
-            )
-            forwarded = False
-            while not context.join(timeout=0.5):
-                if interrupt_requested() and not forwarded:  # a SIGTERM only this process received (timeout,
-                    for process in context.processes:  # kill): the workers stop after the same step too
-                        if process.is_alive() and process.pid is not None:
-                            os.kill(process.pid, signal.SIGINT)  # (late, it ends a worker quietly: torch's
-                            # spawn wrapper takes the KeyboardInterrupt)
-                    forwarded = True
-        except ProcessException as exc:  # its text ends with the worker's traceback: its first and last line
-            lines = [line for line in str(exc).splitlines() if line.strip()]
-            why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
-            raise SimulationError(
-                f"distributed run failed: {why} (the other processes were stopped; "
-                "rerun with --resume to continue from the last checkpoint)"
-            ) from None
+        _launch(config)
     path = os.path.join(config.out, "summary.json")
     if interrupt_requested() and not launched and not os.path.isfile(path):  # (a run that ended first: done)
         raise RunInterrupted(_where_stopped(config))
     with open(path) as fh:
         return json.load(fh)
+
+
+def _launch(config: RunConfig) -> None:
+    """Spawn the run's ``world_size`` workers and wait for them. A stop this process is asked for (Ctrl-C,
+    or a SIGTERM that only it received) is forwarded to the workers as SIGINT, which they take as a request
+    (:func:`_worker`); a second Ctrl-C kills them at once. A failed worker makes torch stop the others
+    (SIGTERM) and a :class:`~sim.errors.SimulationError`; a stop that also ended workers (a SIGTERM to every
+    process, as Slurm or systemd send) a :class:`~sim.errors.RunInterrupted` naming the checkpoint kept."""
+    if interrupt_requested():  # asked during prepare: no process has started
+        raise RunInterrupted(f"interrupted before the processes started; nothing to keep yet in {config.out}")
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers start with SIGINT ignored (they
+    try:  # inherit it) until their own handler is in place: a Ctrl-C while they import cannot kill them
+        context = mp.start_processes(
+            _worker,
+            args=(config, config.world_size, f"tcp://127.0.0.1:{_free_port()}", os.getpid()),
+            nprocs=config.world_size,
+            join=False,
+            start_method="spawn",
+        )
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    forwarded = False
+    try:
+        while not context.join(timeout=0.5):
+            if interrupt_requested() and not forwarded:
+                for process in context.processes:
+                    if process.is_alive() and process.pid is not None:
+                        os.kill(process.pid, signal.SIGINT)  # (late, it is ignored by a worker that is done)
+                forwarded = True
+    except ProcessException as exc:  # its text ends with the worker's traceback: its first and last line
+        if interrupt_requested():
+            raise RunInterrupted(_where_stopped(config)) from None
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
+        raise SimulationError(
+            f"distributed run failed: {why} (the other processes were stopped; "
+            "rerun with --resume to continue from the last checkpoint)"
+        ) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, the workers too, before the lock is given back
+        for process in context.processes:
+            process.kill()
+        for process in context.processes:
+            process.join()
+        raise
 
 
 def _where_stopped(config: RunConfig) -> str:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bounds import InputError
-from sim.errors import SimulationError
+from sim.errors import RunInterrupted, SimulationError
 from sim.faults import FAULT_ENV
 from sim.runner import RunConfig, run
 
@@ -214,3 +214,38 @@ def test_a_stopped_distributed_run_stops_every_process_after_one_step_checkpoint
     assert resumed["steps"] == steps
     a, b = np.load(folder / "params.npz"), np.load(tmp_path / "c" / "params.npz")
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-6
+
+
+def test_a_sigterm_to_every_process_exits_130_naming_the_checkpoint_it_kept(tiny, tmp_path) -> None:
+    """Slurm and systemd signal every process: the workers end at once (SIGTERM still kills them, as the
+    launcher stops the others of a failed run), and the launcher says which periodic checkpoint is left,
+    exit 130, not 'distributed run failed'."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    flags = ["--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "2000",
+             "--log-every", "10", "--eval-samples", "60", "--batch-size", "8", "--checkpoint-every", "10",
+             "--backend", "distributed", "--world-size", "2", "--out", str(tmp_path / "f")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    child = subprocess.Popen([sys.executable, "-m", "sim", "run", *flags], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)  # fmt: skip
+    metrics, deadline = tmp_path / "f" / "metrics.csv", time.time() + 120
+    while time.time() < deadline and (not metrics.is_file() or len(metrics.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err[-2000:]
+    t = int(torch.load(tmp_path / "f" / "checkpoint.pt", weights_only=False)["t"])
+    assert t % 10 == 0 and f"interrupted at step {t} of 2000" in err and "failed" not in err
+
+
+def test_a_stop_asked_before_the_workers_start_starts_none(tiny, tmp_path, monkeypatch) -> None:
+    import sim.distributed
+
+    monkeypatch.setattr(sim.distributed, "interrupt_requested", lambda: True)
+    started = lambda *a, **k: pytest.fail("a process started")  # noqa: E731
+    monkeypatch.setattr(sim.distributed.mp, "start_processes", started)
+    with pytest.raises(RunInterrupted, match="interrupted before the processes started"):
+        sim.distributed._launch(base(tiny, tmp_path / "f", backend="distributed", world_size=2))
