@@ -28,6 +28,7 @@ __all__ = [
     "lemma11_phi_bound",
     "lemma13_bound",
     "lemma13_bound_stated_step",
+    "lemma13_bracket",
     "lemma13_largest_eta",
     "lemma13_step_condition_lhs",
     "proposition2_order_terms",
@@ -116,6 +117,15 @@ def D3(L: Any, mu: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: An
     )
 
 
+def lemma13_bracket(L: Any, mu: Any, sigma2_bar: Any, N: Any, tau1: Any, *d: Any) -> Any:
+    """Q = (L + mu) sigma_bar^2 tau1 / (3N) + D1 + D2 + D3 (``d``: the D's, or their sum), the bracket of
+    Lemma 13's higher-order term: (122)'s eta_k^3 coefficient over tau1^2."""
+    Q = (L + mu) * sigma2_bar * tau1 / (3 * N)
+    for term in d:
+        Q = Q + term
+    return Q
+
+
 def lemma13_bound(
     L: Any,
     mu: Any,
@@ -137,7 +147,7 @@ def lemma13_bound(
     S = weight_sum(a, K)
     initial = mu * tau1 * a**3 * init_dist2 / (8 * S)
     noise = 4 * K * (K + 2 * a) / (mu * S) * tau1 * sigma2_bar / N
-    higher = 64 * K / (mu**2 * S) * ((L + mu) * sigma2_bar * tau1 / (3 * N) + d1 + d2 + d3)
+    higher = 64 * K / (mu**2 * S) * lemma13_bracket(L, mu, sigma2_bar, N, tau1, d1, d2, d3)
     return initial, noise, higher
 
 
@@ -172,7 +182,7 @@ def lemma13_bound_stated_step(
     inf). :func:`bounds.cdfl.recursion.worst_case_122` computes the recursion's exact worst case.
     """
     S = weight_sum(a, K)
-    Q = (L + mu) * sigma2_bar * tau1 / (3 * N) + d1 + d2 + d3
+    Q = lemma13_bracket(L, mu, sigma2_bar, N, tau1, d1, d2, d3)
     initial = mu * a**3 * init_dist2 / (4 * S)
     noise = 2 * K * (K + 2 * a) * tau1**2 * sigma2_bar / (mu * S * N)
     higher = 16 * K * tau1**2 * Q / (mu**2 * S)

@@ -1,8 +1,8 @@
 """The exact worst case of the recursion (122) that Lemma 13's proof ends with, as Lemma 12 uses it.
 
 (122): a_{k+1} <= c_k a_k - eta_k e_k + r_k with c_k = 1 - mu eta_k tau1 / 2, eta_k = 4 / (mu (a + k)),
-r_k = eta_k^2 tau1^2 sigma_bar^2 / N + eta_k^3 tau1^2 Q_k (Q_k: the bracket of
-:func:`bounds.cdfl.formulas.lemma13_bound_stated_step` with D1, D2, D3 at round k). Lemma 12 bounds
+r_k = eta_k^2 tau1^2 sigma_bar^2 / N + eta_k^3 tau1^2 Q_k (Q_k:
+:func:`bounds.cdfl.formulas.lemma13_bracket` with D1, D2, D3 at round k). Lemma 12 bounds
 (1/S_K) sum_{k<K} w_k e_k, w_k = (a + k)^2, using nothing but this recursion and a_k, e_k >= 0; so the
 largest value of that average over all such sequences is what its conclusion can at best be. Spending
 a unit of the "budget" c_k a_k + r_k at round k earns w_k / eta_k; carrying it to round k + 1 keeps c_{k+1}
@@ -47,7 +47,7 @@ def worst_case_122(
     if (c < 0).any():
         raise InputError(f"a = {a:g} gives 1 - mu eta_0 tau1 / 2 = {c[0]:.3g} < 0 (expected a >= 2 tau1)")
     d = sum(D(L, mu, tau1_, G2, p, theta, tau2, k) for D in (_D1, cf.D2, cf.D3))
-    Q = (L + mu) * sigma2_bar * tau1_ / (3 * N) + d
+    Q = cf.lemma13_bracket(L, mu, sigma2_bar, N, tau1_, d)
     r = eta**2 * tau1_**2 * sigma2_bar / N + eta**3 * tau1_**2 * Q
     worth = (a + k) ** 2 / eta
     V = np.empty(K_)
