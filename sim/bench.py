@@ -198,7 +198,8 @@ def stacked_forms_benchmark(
             (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
         ):
             model = module().to(dev)
-            X = Stack(model).flatten(model).repeat(n, 1) + 0.01 * torch.randn(n, Stack(model).d, device=dev)
+            flat = Stack(model).flatten(model)
+            X = flat.repeat(n, 1) + 0.01 * torch.randn(n, len(flat), device=dev)
             x, y = torch.randn(n, batch, *shape, device=dev), torch.randint(0, 10, (n, batch), device=dev)
             w = torch.ones(y.shape, device=dev)
             flops = step_flops(model, x, y)
