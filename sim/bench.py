@@ -7,8 +7,9 @@ on the pixels):
   ``nn.Module`` + SGD per node), and their ratio (target >= 5 at N = 10, B = 32);
 * the vectorised step time for N nodes x batch B over one model's step on one batch of
   N * B (the same arithmetic: the practical limit; target <= 1.3), that batch in the faster of the
-  NCHW and channels-last layouts; the stacked step in both layouts (``step_channels_last_over_nchw``:
-  whether the device's default layout, :data:`sim.models.CHANNELS_LAST_DEVICES`, is the right one);
+  NCHW and channels-last layouts; the stacked step in each of :data:`sim.models.STACKED_FORMS`
+  (``step_channels_last_over_nchw``, ``step_bmm_over_nchw``: whether the device's default form,
+  :func:`sim.models.stacked_form_default`, is the right one);
 * node-steps per second and peak resident memory at N = 100 and N = 1000 (ring), and on a
   CUDA device the peak memory allocated on it;
 * the time of one gossip step X <- C X on a ring as N grows, and on a torus of the largest N (dense and
@@ -25,8 +26,8 @@ on the pixels):
   node-steps per second.
 
 * ``stacked_forms``: the stacked local step at a sweep's size (on a GPU Figs. 6-9's MNIST sweep, 630 nodes,
-  and Fig. 6's CIFAR-10 sweep, 150 nodes), NCHW against channels-last and, on CUDA, cuDNN's heuristics
-  against its timed algorithms (:func:`stacked_forms_benchmark`).
+  and Fig. 6's CIFAR-10 sweep, 150 nodes) in each stacked form and, on CUDA, cuDNN's heuristics against its
+  timed algorithms and TF32 against float32 (:func:`stacked_forms_benchmark`).
 
 The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
 ``step_fraction_of_peak``, ``gossip_ring_10000_over_copy`` (the largest N; the fastest timed form, named by
@@ -60,7 +61,7 @@ from bounds.graph.mixing import as_dense, topology_matrix
 from sim.algorithms import local_step_count
 from sim.engine import Stack
 from sim.gossip import DiagonalMixing, as_mixing, choose_mixing, mixing_form, sparse_mixing
-from sim.models import MnistCNN, channels_last_default
+from sim.models import STACKED_FORMS, MnistCNN, stacked_form_default
 from sim.timing import seconds_per_call as _time
 
 __all__ = [
@@ -172,24 +173,26 @@ def stacked_forms_benchmark(
     nodes: tuple[int, int], batch: int, repeats: int, dev: torch.device
 ) -> dict[str, Any]:
     """One stacked local step (the gradients of every node, :meth:`sim.engine.Stack.gradients`) of the MNIST
-    CNN at ``nodes[0]`` nodes and the CIFAR-10 CNN at ``nodes[1]``, ``batch`` samples each, in each memory
-    layout of the grouped convolutions (NCHW, channels-last) and, on CUDA, each with cuDNN's heuristics and
-    with cuDNN timing its algorithms per shape (``torch.backends.cudnn.benchmark``), and NCHW in TF32 (what
-    ``--tf32`` buys; runs are float32 by default, :func:`sim.setup.set_precision`). Per form: ms per step,
+    CNN at ``nodes[0]`` nodes and the CIFAR-10 CNN at ``nodes[1]``, ``batch`` samples each, in each of
+    :data:`sim.models.STACKED_FORMS` (grouped convolutions NCHW and channels-last, im2col + batched matmul)
+    and, on CUDA, NCHW with cuDNN timing its algorithms per shape (``torch.backends.cudnn.benchmark``), and
+    NCHW and bmm in TF32 (what ``--tf32`` buys; runs are float32 by default,
+    :func:`sim.setup.set_precision`). Per form: ms per step,
     node-steps per second, GFLOP/s (torch's FLOP counter on the plain model) and the gradients' relative
     difference from the NCHW form's. ``fastest``: the form with the least ms.
 
-    What it found on an H100 (2026-11-27, torch 2.11), 630 MNIST and 150 CIFAR-10 nodes: NCHW 22.0 and
-    24.2 ms, with cudnn.benchmark 21.9 and 24.0 (no gain; and the 63-run MNIST sweep with it did not end in
-    the 110 s that one without it needs 80 for: it times the algorithms again for every new group of
-    runs), channels-last 28.9 and 24.8 ms. An im2col + batched-matmul form took 31.7 and 38.6 ms there
-    (and 2.4-4x NCHW's time on 2 CPU cores) and was not kept.
+    What it found on an H100 (2026-11-27, torch 2.11), 630 MNIST and 150 CIFAR-10 nodes, in float32: NCHW
+    47.1 and 44.5 ms, with cudnn.benchmark 47.0 and 44.6, channels-last 55.6 and 62.1; NCHW in TF32 22.9
+    and 24.2. Earlier that day, with cuDNN in TF32 (torch's default then): NCHW 22.0 and 24.2 ms,
+    cudnn.benchmark no gain (and the 63-run MNIST sweep with it did not end in the 110 s that one without
+    it needs 80 for: it times the algorithms again for every new group of runs), and an im2col +
+    batched-matmul form (float32 matmuls) 31.7 and 38.6 ms, which led to the ``bmm`` form.
     """
     from sim.models import CifarCNN, MnistCNN
 
-    forms = [(False, False, False), (True, False, False)]
+    forms = [(form, False, False) for form in STACKED_FORMS]
     if dev.type == "cuda":
-        forms += [(False, True, False), (True, True, False), (False, False, True)]
+        forms += [("nchw", True, False), ("nchw", False, True), ("bmm", False, True)]
     out: dict[str, Any] = {}
     flags = torch.backends.cudnn, torch.backends.cuda.matmul
     before = flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32
@@ -205,14 +208,13 @@ def stacked_forms_benchmark(
             flops = step_flops(model, x, y)
             rows: dict[str, Any] = {}
             reference = None
-            for channels_last, benchmark, tf32 in forms:
+            for form, benchmark, tf32 in forms:
                 flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = benchmark, tf32, tf32
-                step = _gradients_call(Stack(model, channels_last=channels_last), X, x, y, w)
+                step = _gradients_call(Stack(model, form=form), X, x, y, w)
                 G = step()[0]
                 reference = G if reference is None else reference
                 seconds = _time(step, repeats, dev)
-                label = "channels_last" if channels_last else "nchw"
-                label += ("-cudnn_benchmark" if benchmark else "") + ("-tf32" if tf32 else "")
+                label = form + ("-cudnn_benchmark" if benchmark else "") + ("-tf32" if tf32 else "")
                 rows[label] = {
                     "ms": round(seconds * 1e3, 3),
                     "node_steps_per_s": round(n / seconds, 1),
@@ -422,12 +424,11 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     n, b = sizes.nodes, sizes.batch
     X = stack.flatten(model).repeat(n, 1)
     x, y = torch.randn(n, b, 1, 28, 28, device=dev), torch.randint(0, 10, (n, b), device=dev)
-    layouts = {  # the stacked CNN's two memory layouts, timed in the same run; the default is one of them
-        name: _time(_engine_step(Stack(model, channels_last=cl), X, x, y), repeats, dev)
-        for name, cl in (("nchw", False), ("channels_last", True))
+    forms = {  # the stacked CNN's forms, timed in the same run; the default is one of them
+        form: _time(_engine_step(Stack(model, form=form), X, x, y), repeats, dev) for form in STACKED_FORMS
     }
-    default_layout = "channels_last" if channels_last_default(x) else "nchw"
-    vectorised = layouts[default_layout]
+    default_form = stacked_form_default(x)
+    vectorised = forms[default_form]
     models = [copy.deepcopy(model) for _ in range(n)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]
 
@@ -465,8 +466,8 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         "reference_node_steps_per_s": round(n / reference, 1),
         "speedup_vs_reference": round(reference / vectorised, 2),
         "step_time_over_single_big_batch": round(vectorised / single, 3),
-        "default_layout": default_layout,
-        "step_ms_by_layout": {k: round(v * 1e3, 2) for k, v in layouts.items()},
+        "default_form": default_form,
+        "step_ms_by_form": {k: round(v * 1e3, 2) for k, v in forms.items()},
         "big_batch_ms_by_layout": {k: round(v * 1e3, 2) for k, v in big_layouts.items()},
         "step_gflop": round(flops / 1e9, 4),
         "step_gflop_per_s": round(flops / vectorised / 1e9, 2),
@@ -474,7 +475,8 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     out[f"matmul_{sizes.matmul}_gflop_per_s"] = round(peak / 1e9, 1)
     out["step_over_big_batch"] = out[f"N{n}_B{b}"]["step_time_over_single_big_batch"]
     out["step_over_reference_loop"] = round(vectorised / reference, 3)
-    out["step_channels_last_over_nchw"] = round(layouts["channels_last"] / layouts["nchw"], 3)
+    out["step_channels_last_over_nchw"] = round(forms["channels_last"] / forms["nchw"], 3)
+    out["step_bmm_over_nchw"] = round(forms["bmm"] / forms["nchw"], 3)
     out["step_fraction_of_peak"] = round(flops / vectorised / peak, 3)
     for nodes in sizes.scaling_nodes:
         X = stack.flatten(model).repeat(nodes, 1)

@@ -15,7 +15,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from sim.models import loss_fn
+from bounds import InputError
+from sim.models import STACKED_FORMS, loss_fn
 
 __all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "BatchSampler", "Stack"]
 
@@ -28,13 +29,16 @@ EVAL_CHUNK_CUDA = 4096  # a GPU keeps busy with large passes
 class Stack:
     """Flattening between a module's parameters and rows of X, and batched losses/gradients."""
 
-    def __init__(self, module: nn.Module, channels_last: bool | None = None) -> None:
-        """``channels_last``: the memory layout of the stacked CNNs' activations in :meth:`gradients` (None:
-        the device's default, :func:`sim.models.channels_last_default`; the gradients are the same up to
-        float rounding). The one-model passes (:meth:`evaluate`, :meth:`gradients_vmap`) follow the
-        module's own ``channels_last`` (:class:`sim.models.MnistCNN`)."""
+    def __init__(self, module: nn.Module, form: str | None = None) -> None:
+        """``form``: how the stacked CNNs compute the nodes' convolutions in :meth:`gradients` and in the
+        batched evaluation, one of :data:`sim.models.STACKED_FORMS` (None: the device's default,
+        :func:`sim.models.stacked_form_default`; the gradients are the same up to float rounding). The
+        one-model passes (:meth:`evaluate`, :meth:`gradients_vmap`) follow the module's own
+        ``channels_last`` (:class:`sim.models.MnistCNN`)."""
+        if form is not None and form not in STACKED_FORMS:
+            raise InputError(f"stacked form {form!r} (expected one of: {', '.join(STACKED_FORMS)})")
         self.module = module
-        self.channels_last = channels_last
+        self.form = form
         named = list(module.named_parameters())
         self.names = [n for n, _ in named]
         self.shapes = [tuple(p.shape) for _, p in named]
@@ -72,7 +76,7 @@ class Stack:
             return self.gradients_vmap(X, x, y, w)
         with torch.enable_grad():
             Xg = X.detach().requires_grad_(True)
-            logits = stacked(self.unflatten(Xg), x, self.channels_last)
+            logits = stacked(self.unflatten(Xg), x, self.form)
             losses = _node_losses(self.module, logits, y, w)
             (G,) = torch.autograd.grad(losses.sum(), Xg)
         return G, losses.detach()

@@ -30,15 +30,15 @@ __all__ = [
 ]
 
 MODEL_SAMPLES_PER_PASS = 4096  # models x samples in one stacked forward pass (a quarter for gradients)
-MODEL_SAMPLES_PER_PASS_CUDA = 16384
+MODEL_SAMPLES_PER_PASS_CUDA = 8192
 """The same on a GPU, where every pass is dozens of kernel launches: when Figs. 6-9's 63 MNIST runs log
 together (378 models on 2,000 samples each) 4,096 made 200 forward passes of 10 samples a model and 500
-gradient passes of 4; this makes 4x fewer (activations: about 1.2 GB for the MNIST CNN, 4 GB for the
-CIFAR-10 CNN, a quarter of a sweep's gradient call). With each run's sample tensors cut once per chunk
-(:func:`_chunks`) and one device sync per group, the evaluations of Figs. 6-9's MNIST sweep (its
-schedule at 1/50 of the steps, the logistic model, the GPU's code paths on the CPU, 2026-11-27) dispatch
-148,000 torch operations and 717 syncs instead of 1,282,000 and 10,038 (each a kernel launch or a wait
-on a GPU). Not yet timed on a GPU."""
+gradient passes of 4. 16,384 made 4x fewer; with each run's sample tensors cut once per chunk
+(:func:`_chunks`) and one device sync per group, the evaluations of Figs. 6-9's MNIST sweep (its schedule at
+1/50 of the steps, the logistic model, the GPU's code paths on the CPU, 2026-11-27) dispatch 148,000 torch
+operations and 717 syncs instead of 1,282,000 and 10,038. On an H100 they took 9.3 s of that sweep at 1/5 of
+its steps (30 s). 8,192, since the bmm form (:data:`sim.models.BMM_DEVICES`): its im2col matrices of a
+forward pass take about 0.2 MB per MNIST model-sample and 1 MB per CIFAR-10 one (8 GB at 8,192)."""
 
 
 def node_sample(nodes: int) -> range:
@@ -171,7 +171,7 @@ def _losses_and_accuracies(
         loss_sum = torch.zeros(m, dtype=torch.float64, device=W.device)
         correct = torch.zeros(m, dtype=torch.int64, device=W.device)
         for x, y in _chunks(inputs, members, size, chunk):
-            logits = stacked(params, x, stack.channels_last)
+            logits = stacked(params, x, stack.form)
             c = y.shape[1]
             per_sample = loss_fn(stack.module, logits.reshape(m * c, -1), y.reshape(-1), reduce=False)
             loss_sum += per_sample.reshape(m, c).double().sum(1)

@@ -22,21 +22,18 @@ from bounds import InputError
 from sim.config import MODELS
 
 __all__ = [
+    "BMM_DEVICES",
     "CHANNELS_LAST_DEVICES",
     "MODELS",
+    "STACKED_FORMS",
     "CifarCNN",
     "LeastSquares",
     "LogReg",
     "MnistCNN",
     "channels_last_default",
     "make_model",
+    "stacked_form_default",
 ]
-
-
-def _grouped_conv(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, **kw: int) -> torch.Tensor:
-    """N nodes' convolutions in one call: h is (B, N * C_in, H, W), weight (N, C_out, C_in, k, k)."""
-    n = weight.shape[0]
-    return F.conv2d(h, weight.reshape(-1, *weight.shape[2:]), bias.reshape(-1), groups=n, **kw)
 
 
 def _pooled_relu(h: torch.Tensor, kernel: int, stride: int | None = None) -> torch.Tensor:
@@ -74,15 +71,108 @@ def channels_last_default(x: torch.Tensor) -> bool:
     return x.device.type in CHANNELS_LAST_DEVICES and x.shape[1] > 1
 
 
-def _to_groups(x: torch.Tensor, channels_last: bool | None = None) -> torch.Tensor:
-    """(N, B, C, H, W) -> (B, N * C, H, W), the layout of a grouped convolution; channels-last in memory
-    if ``channels_last`` (None: :func:`channels_last_default`), which the convolutions, ReLUs and
-    poolings then keep."""
-    n, b = x.shape[:2]
-    h = x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
-    if channels_last is None:
-        channels_last = channels_last_default(x)
-    return _as_channels_last(h) if channels_last else h
+STACKED_FORMS = ("nchw", "channels_last", "bmm")
+"""How the stacked CNNs compute N nodes' convolutions at once (the same values up to float rounding, tested):
+``nchw`` and ``channels_last``: one grouped convolution (groups = N) in that memory layout; ``bmm``: im2col
+(``F.unfold``) and one batched matrix product per layer, node by node in the batch (:func:`_bmm_conv`)."""
+
+BMM_DEVICES = frozenset({"cuda"})
+"""Device types on which the stacked CNNs take the ``bmm`` form by default (:func:`stacked_form_default`).
+On an H100 in float32 (no TF32), the stacked step of 630 MNIST nodes x 32 took 47.1 ms as NCHW grouped
+convolutions (2.6 TFLOP/s; channels-last 55.6; with cudnn.benchmark 47.0) and 22.9 ms with cuDNN in TF32
+(2026-11-27); an im2col + batched-matmul form, its matmuls in float32, took 31.7 ms there the same day (when
+the convolutions, in torch's default, used TF32: 22.0), and 38.6 ms against 44.5 (float32 grouped) for 150
+CIFAR-10 nodes. cuDNN's grouped convolutions with many groups of few channels stay far below the card's
+float32 rate; a batched matrix product of N (B * H_out * W_out, C_in * k * k) by (C_in * k * k, C_out)
+matrices is a kernel cuBLAS is built for. On 2 CPU cores it is 3-6x slower than oneDNN's grouped
+convolutions (2026-11-27: MNIST 10 x 32, 128 ms against 23; CIFAR-10 626 against 222), so the CPU keeps
+those. ``dfl-sim bench`` times every form on its device (``stacked_forms``)."""
+
+
+def stacked_form_default(x: torch.Tensor) -> str:
+    """The form of :data:`STACKED_FORMS` the stacked CNNs take for inputs x (N, B, C, H, W) when the caller
+    does not choose: ``bmm`` on the devices of BMM_DEVICES, else ``channels_last`` where
+    :func:`channels_last_default` says so, else ``nchw``."""
+    if x.device.type in BMM_DEVICES:
+        return "bmm"
+    return "channels_last" if channels_last_default(x) else "nchw"
+
+
+class _GroupedConvs:
+    """The ``nchw`` / ``channels_last`` forms: the nodes' activations as (B, N * C, H, W), each layer one
+    grouped convolution (groups = N)."""
+
+    def __init__(self, p: dict[str, torch.Tensor], n: int, channels_last: bool) -> None:
+        self.p, self.n, self.channels_last = p, n, channels_last
+
+    def enter(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, B, C, H, W) -> (B, N * C, H, W), channels-last in memory if the form says so (the
+        convolutions, ReLUs and poolings then keep it)."""
+        n, b = x.shape[:2]
+        h = x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
+        return _as_channels_last(h) if self.channels_last else h
+
+    def conv(self, h: torch.Tensor, layer: str, padding: int = 0) -> torch.Tensor:
+        """N nodes' convolutions in one call: weight (N, C_out, C_in, k, k)."""
+        weight, bias = self.p[f"{layer}.weight"], self.p[f"{layer}.bias"]
+        w = weight.reshape(-1, *weight.shape[2:])
+        return F.conv2d(h, w, bias.reshape(-1), groups=self.n, padding=padding)
+
+    def leave(self, h: torch.Tensor) -> torch.Tensor:
+        """(B, N * C, H, W) -> (N, B, C * H * W) (C, H, W flattened in that order whatever the layout)."""
+        return h.reshape(h.shape[0], self.n, -1).transpose(0, 1)
+
+
+class _BatchedMatmulConvs:
+    """The ``bmm`` form: the nodes' activations as (N * B, C, H, W), node by node, each layer im2col and
+    one batched matrix product (:func:`_bmm_conv`)."""
+
+    def __init__(self, p: dict[str, torch.Tensor], n: int) -> None:
+        self.p, self.n = p, n
+
+    def enter(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+    def conv(self, h: torch.Tensor, layer: str, padding: int = 0) -> torch.Tensor:
+        return _bmm_conv(h, self.p[f"{layer}.weight"], self.p[f"{layer}.bias"], self.n, padding)
+
+    def leave(self, h: torch.Tensor) -> torch.Tensor:
+        """(N * B, C, H, W) -> (N, B, C * H * W) (C, H, W in that order: a copy from channels-last)."""
+        return h.reshape(self.n, h.shape[0] // self.n, -1)
+
+
+def _bmm_conv(
+    h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, n: int, padding: int = 0
+) -> torch.Tensor:
+    """N nodes' convolutions (stride 1) as one batched matrix product: h (N * B, C_in, H, W), node i's B
+    samples at rows i * B, ..., weight (N, C_out, C_in, k, k), bias (N, C_out). Node i's im2col matrix
+    (B * H_out * W_out, C_in * k * k) times its weight (C_in * k * k, C_out) gives its outputs with the
+    channels last, returned as the (N * B, C_out, H_out, W_out) view of them (channels-last in memory,
+    which the poolings keep). The im2col matrices are one strided copy of sliding-window views
+    (``Tensor.unfold``), not ``F.unfold``, whose CUDA kernel loops over the N * B samples (2026-11-26:
+    2-5x slower than the grouped convolutions on an H100 for that reason)."""
+    nb, c_in = h.shape[:2]
+    c_out, k = weight.shape[1], weight.shape[-1]
+    if padding:
+        h = F.pad(h, (padding,) * 4)
+    windows = h.unfold(2, k, 1).unfold(3, k, 1)  # (N * B, C_in, H_out, W_out, k, k), a view
+    out_rows, out_cols = windows.shape[2:4]
+    patches = windows.permute(0, 2, 3, 1, 4, 5).reshape(n, -1, c_in * k * k)  # (C_in, k, k) as the weight
+    out = torch.baddbmm(bias.unsqueeze(1), patches, weight.reshape(n, c_out, -1).transpose(1, 2))
+    return out.view(nb, out_rows, out_cols, c_out).permute(0, 3, 1, 2)
+
+
+def _stacked_convs(
+    p: dict[str, torch.Tensor], x: torch.Tensor, form: str | None
+) -> _GroupedConvs | _BatchedMatmulConvs:
+    """The convolutions of ``form`` (None: :func:`stacked_form_default`) for N nodes' parameters p and
+    inputs x (N, B, C, H, W)."""
+    form = stacked_form_default(x) if form is None else form
+    if form == "bmm":
+        return _BatchedMatmulConvs(p, x.shape[0])
+    if form not in STACKED_FORMS:
+        raise InputError(f"stacked form {form!r} (expected one of: {', '.join(STACKED_FORMS)})")
+    return _GroupedConvs(p, x.shape[0], form == "channels_last")
 
 
 def _as_channels_last(h: torch.Tensor) -> torch.Tensor:
@@ -100,12 +190,6 @@ def _laid_out(h: torch.Tensor, channels_last: bool | None) -> torch.Tensor:
     if channels_last is None:
         channels_last = h.device.type in CHANNELS_LAST_DEVICES and not torch.is_grad_enabled()
     return _as_channels_last(h) if channels_last else h
-
-
-def _from_groups(h: torch.Tensor, n: int) -> torch.Tensor:
-    """(B, N * C, H, W) -> (N, B, C * H * W) (C, H, W flattened in that order whatever h's memory layout)."""
-    b = h.shape[0]
-    return h.reshape(b, n, -1).transpose(0, 1)
 
 
 class MnistCNN(nn.Module):
@@ -128,16 +212,14 @@ class MnistCNN(nn.Module):
         return self.fc(x.flatten(1))
 
     @staticmethod
-    def forward_stacked(
-        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
-    ) -> torch.Tensor:
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor, form: str | None = None) -> torch.Tensor:
         """All N nodes at once: p[name] is (N, *shape), x (N, B, 1, 28, 28) -> logits (N, B, classes);
-        ``channels_last``: the activations' memory layout (None: :func:`channels_last_default`)."""
-        n = x.shape[0]
-        h = _to_groups(x, channels_last)
-        h = _pooled_relu(_grouped_conv(h, p["conv1.weight"], p["conv1.bias"], padding=1), 2)
-        h = _pooled_relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"], padding=1), 2)
-        return _stacked_linear(_from_groups(h, n), p["fc.weight"], p["fc.bias"])
+        ``form``: how the convolutions are computed, one of STACKED_FORMS (None:
+        :func:`stacked_form_default`)."""
+        convs = _stacked_convs(p, x, form)
+        h = _pooled_relu(convs.conv(convs.enter(x), "conv1", padding=1), 2)
+        h = _pooled_relu(convs.conv(h, "conv2", padding=1), 2)
+        return _stacked_linear(convs.leave(h), p["fc.weight"], p["fc.bias"])
 
 
 class CifarCNN(nn.Module):
@@ -159,16 +241,13 @@ class CifarCNN(nn.Module):
         return self.fc3(F.relu(self.fc2(x)))
 
     @staticmethod
-    def forward_stacked(
-        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
-    ) -> torch.Tensor:
-        """All N nodes at once: x (N, B, 3, 32, 32) -> logits (N, B, classes) (``channels_last`` as in
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor, form: str | None = None) -> torch.Tensor:
+        """All N nodes at once: x (N, B, 3, 32, 32) -> logits (N, B, classes) (``form`` as in
         :meth:`MnistCNN.forward_stacked`)."""
-        n = x.shape[0]
-        h = _to_groups(x, channels_last)
-        h = _pooled_relu(_grouped_conv(h, p["conv1.weight"], p["conv1.bias"]), 3, 2)
-        h = _pooled_relu(_grouped_conv(h, p["conv2.weight"], p["conv2.bias"]), 3, 2)
-        h = F.relu(_stacked_linear(_from_groups(h, n), p["fc1.weight"], p["fc1.bias"]))
+        convs = _stacked_convs(p, x, form)
+        h = _pooled_relu(convs.conv(convs.enter(x), "conv1"), 3, 2)
+        h = _pooled_relu(convs.conv(h, "conv2"), 3, 2)
+        h = F.relu(_stacked_linear(convs.leave(h), p["fc1.weight"], p["fc1.bias"]))
         h = F.relu(_stacked_linear(h, p["fc2.weight"], p["fc2.bias"]))
         return _stacked_linear(h, p["fc3.weight"], p["fc3.bias"])
 
@@ -184,11 +263,9 @@ class LogReg(nn.Module):
         return self.linear(x.flatten(1))
 
     @staticmethod
-    def forward_stacked(
-        p: dict[str, torch.Tensor], x: torch.Tensor, channels_last: bool | None = None
-    ) -> torch.Tensor:
-        """All N nodes at once: x (N, B, ...) -> (N, B, classes) (no convolution: ``channels_last``, the
-        stacked CNNs' layout option, changes nothing)."""
+    def forward_stacked(p: dict[str, torch.Tensor], x: torch.Tensor, form: str | None = None) -> torch.Tensor:
+        """All N nodes at once: x (N, B, ...) -> (N, B, classes) (no convolution: ``form``, the stacked CNNs'
+        option, changes nothing)."""
         return _stacked_linear(x.flatten(2), p["linear.weight"], p["linear.bias"])
 
 

@@ -128,11 +128,12 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     assert all(v >= 0 for row in gossip.values() for v in row.values() if not isinstance(v, str))
     row = out["N2_B2"]
     assert out["step_over_big_batch"] == row["step_time_over_single_big_batch"]
-    layouts, big = row["step_ms_by_layout"], row["big_batch_ms_by_layout"]
-    assert set(layouts) == set(big) == {"nchw", "channels_last"} and row["default_layout"] == "channels_last"
-    assert out["step_channels_last_over_nchw"] == pytest.approx(
-        layouts["channels_last"] / layouts["nchw"], rel=0.01, abs=0.01
-    )
+    forms, big = row["step_ms_by_form"], row["big_batch_ms_by_layout"]
+    assert set(forms) == {"nchw", "channels_last", "bmm"} and row["default_form"] == "channels_last"
+    assert set(big) == {"nchw", "channels_last"}
+    for form in ("channels_last", "bmm"):
+        ratio = out[f"step_{form}_over_nchw"]
+        assert ratio == pytest.approx(forms[form] / forms["nchw"], rel=0.01, abs=0.01)
     assert out["step_fraction_of_peak"] > 0 and out["matmul_32_gflop_per_s"] > 0
     sweep = out["sweep"]
     assert sweep["runs"] == 2 and sweep["steps_per_run"] == 2 and sweep["repeats"] == 2
@@ -237,12 +238,14 @@ def test_step_flops_are_the_cnns_hand_counted_flops() -> None:
     assert bench.step_flops(MnistCNN(), x, y) == 12 * per_sample
 
 
-def test_stacked_forms_time_both_layouts_and_agree_on_the_gradients() -> None:
+def test_stacked_forms_time_every_form_and_agree_on_the_gradients() -> None:
     got = bench.stacked_forms_benchmark((3, 2), 4, 1, torch.device("cpu"))
     assert set(got) == {"mnist_N3_B4", "cifar10_N2_B4"}
+    forms = ("nchw", "channels_last", "bmm")
     for rows in got.values():
-        assert set(rows) == {"nchw", "channels_last", "fastest"}  # cuDNN's timed algorithms: on CUDA only
-        assert rows["fastest"] in ("nchw", "channels_last")
+        assert set(rows) == {*forms, "fastest"}  # cuDNN's timed algorithms and TF32: on CUDA only
+        assert rows["fastest"] in forms
         assert rows["nchw"]["relative_difference"] == 0.0  # the reference
-        assert 0 <= rows["channels_last"]["relative_difference"] < 1e-4  # the same gradients, reordered sums
-        assert all(rows[k]["ms"] > 0 and rows[k]["node_steps_per_s"] > 0 for k in ("nchw", "channels_last"))
+        for form in forms[1:]:  # the same gradients, reordered sums
+            assert 0 <= rows[form]["relative_difference"] < 1e-4
+        assert all(rows[k]["ms"] > 0 and rows[k]["node_steps_per_s"] > 0 for k in forms)

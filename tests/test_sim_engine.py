@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from bounds import mixing_matrix
+from bounds import InputError, mixing_matrix
 from bounds.cdfl.compression import Identity, TopK
 from bounds.graph.topologies import ring
 from sim.algorithms import resolve_schedule, step_kinds
@@ -154,10 +154,10 @@ def test_iid_partition_covers_everything_once() -> None:
     assert sorted(np.concatenate(parts).tolist()) == list(range(103))
 
 
-@pytest.mark.parametrize("channels_last", [None, False, True])
+@pytest.mark.parametrize("form", [None, "nchw", "channels_last", "bmm"])
 @pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn", "logreg", "lstsq"])
-def test_stacked_fast_path_equals_vmap_path(name: str, channels_last: bool | None) -> None:
-    """Both memory layouts of the stacked CNNs (and the device's default) give the vmap path's gradients."""
+def test_stacked_fast_path_equals_vmap_path(name: str, form: str | None) -> None:
+    """Every form of the stacked CNNs (and the device's default) gives the vmap path's gradients."""
     from sim.models import CifarCNN
 
     torch.manual_seed(1)
@@ -168,7 +168,7 @@ def test_stacked_fast_path_equals_vmap_path(name: str, channels_last: bool | Non
         "lstsq": (LeastSquares(12, 4), (12,)),
     }[name]
     model = model.double()
-    stack = Stack(model, channels_last=channels_last)
+    stack = Stack(model, form=form)
     X = stack.flatten(model).repeat(3, 1) + 0.05 * torch.randn(3, stack.d, dtype=torch.float64)
     x = torch.randn(3, 4, *shape, dtype=torch.float64)
     y = torch.randint(0, 4, (3, 4))
@@ -300,3 +300,47 @@ def test_finite_rows_is_isfinite_all(dtype: torch.dtype) -> None:
         X[-1] = torch.finfo(dtype).max  # finite however large
         assert torch.equal(finite_rows(X), torch.isfinite(X).all(dim=1))
         assert not finite_rows(X)[0] and finite_rows(X)[-1]
+
+
+def test_stacked_form_default_is_bmm_on_bmm_devices_and_the_layout_elsewhere(monkeypatch) -> None:
+    from sim import models
+
+    assert models.stacked_form_default(torch.zeros(2, 4, 1, 28, 28)) == "channels_last"
+    assert models.stacked_form_default(torch.zeros(256, 1, 1, 28, 28)) == "nchw"
+    assert models.stacked_form_default(torch.zeros(2, 4, 1, 28, 28, device="meta")) == "nchw"
+    assert "cuda" in models.BMM_DEVICES and "cpu" not in models.BMM_DEVICES
+    monkeypatch.setattr(models, "BMM_DEVICES", frozenset({"meta"}))
+    assert models.stacked_form_default(torch.zeros(2, 4, 1, 28, 28, device="meta")) == "bmm"
+
+
+def test_an_unknown_stacked_form_is_refused_by_name() -> None:
+    from sim.models import MnistCNN
+
+    expected = r"stacked form 'im2col' \(expected one of: nchw, channels_last, bmm\)"
+    with pytest.raises(InputError, match=expected):
+        Stack(MnistCNN(), form="im2col")
+    p = Stack(MnistCNN()).unflatten(torch.zeros(2, Stack(MnistCNN()).d))
+    with pytest.raises(InputError, match="stacked form 'NCHW'"):
+        MnistCNN.forward_stacked(p, torch.zeros(2, 3, 1, 28, 28), "NCHW")
+
+
+@pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn"])
+def test_bmm_form_equals_grouped_convolutions_at_a_sweep_like_size(name: str) -> None:
+    """The bmm form equals the grouped convolutions in float64, and both are within 1e-5 of it in float32."""
+    from sim.models import CifarCNN
+
+    torch.manual_seed(3)
+    model, shape = {"mnist_cnn": (MnistCNN(), (1, 28, 28)), "cifar_cnn": (CifarCNN(), (3, 32, 32))}[name]
+    stack = Stack(model.double())
+    n, b = 6, 16
+    X = stack.flatten(model).repeat(n, 1) + 0.01 * torch.randn(n, stack.d, dtype=torch.float64)
+    x, y = torch.randn(n, b, *shape, dtype=torch.float64), torch.randint(0, 10, (n, b))
+    w = torch.ones(n, b, dtype=torch.float64)
+    exact, exact_losses = Stack(model, form="bmm").gradients(X, x, y, w)
+    reference, _ = Stack(model, form="channels_last").gradients(X, x, y, w)
+    assert torch.allclose(exact, reference, rtol=1e-10, atol=1e-12)
+    model.float()
+    for form in ("bmm", "channels_last"):
+        G, losses = Stack(model, form=form).gradients(X.float(), x.float(), y, w.float())
+        assert float((G.double() - exact).norm() / exact.norm()) < 1e-5, form
+        assert torch.allclose(losses.double(), exact_losses, rtol=1e-5)
