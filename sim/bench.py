@@ -181,12 +181,12 @@ def stacked_forms_benchmark(
     node-steps per second, GFLOP/s (torch's FLOP counter on the plain model) and the gradients' relative
     difference from the NCHW form's. ``fastest``: the form with the least ms.
 
-    What it found on an H100 (2026-11-27, torch 2.11), 630 MNIST and 150 CIFAR-10 nodes, in float32: NCHW
-    47.1 and 44.5 ms, with cudnn.benchmark 47.0 and 44.6, channels-last 55.6 and 62.1; NCHW in TF32 22.9
-    and 24.2. Earlier that day, with cuDNN in TF32 (torch's default then): NCHW 22.0 and 24.2 ms,
-    cudnn.benchmark no gain (and the 63-run MNIST sweep with it did not end in the 110 s that one without
-    it needs 80 for: it times the algorithms again for every new group of runs), and an im2col +
-    batched-matmul form (float32 matmuls) 31.7 and 38.6 ms, which led to the ``bmm`` form.
+    What it found on an H100 (2026-11-27, torch 2.11), 630 MNIST and 150 CIFAR-10 nodes, in float32: bmm
+    22.3 and 23.0 ms (the default on CUDA since), NCHW 49.1 and 44.7, with cudnn.benchmark 47.1 and 44.7,
+    channels-last 53.3 and 62.4; in TF32 NCHW 21.5 and 23.6, bmm 21.8 and 20.1. Earlier that day, with cuDNN
+    in TF32 (torch's default then): cudnn.benchmark gained nothing on the step, and the 63-run MNIST sweep
+    with it did not end in the 110 s that one without it needs 80 for (it times the algorithms again for
+    every new group of runs).
     """
     from sim.models import CifarCNN, MnistCNN
 

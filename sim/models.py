@@ -78,15 +78,16 @@ STACKED_FORMS = ("nchw", "channels_last", "bmm")
 
 BMM_DEVICES = frozenset({"cuda"})
 """Device types on which the stacked CNNs take the ``bmm`` form by default (:func:`stacked_form_default`).
-On an H100 in float32 (no TF32), the stacked step of 630 MNIST nodes x 32 took 47.1 ms as NCHW grouped
-convolutions (2.6 TFLOP/s; channels-last 55.6; with cudnn.benchmark 47.0) and 22.9 ms with cuDNN in TF32
-(2026-11-27); an im2col + batched-matmul form, its matmuls in float32, took 31.7 ms there the same day (when
-the convolutions, in torch's default, used TF32: 22.0), and 38.6 ms against 44.5 (float32 grouped) for 150
-CIFAR-10 nodes. cuDNN's grouped convolutions with many groups of few channels stay far below the card's
-float32 rate; a batched matrix product of N (B * H_out * W_out, C_in * k * k) by (C_in * k * k, C_out)
-matrices is a kernel cuBLAS is built for. On 2 CPU cores it is 3-6x slower than oneDNN's grouped
-convolutions (2026-11-27: MNIST 10 x 32, 128 ms against 23; CIFAR-10 626 against 222), so the CPU keeps
-those. ``dfl-sim bench`` times every form on its device (``stacked_forms``)."""
+On an H100 in float32 (no TF32; 2026-11-27, ``dfl-sim bench``'s ``stacked_forms``, all in one run), the
+stacked step of 630 MNIST nodes x 32 took 22.3 ms in the bmm form against 49.1 ms as NCHW grouped
+convolutions (2.5 TFLOP/s; channels-last 53.3, with cudnn.benchmark 47.1), as fast as cuDNN in TF32 (21.5,
+which rounds to 10 mantissa bits); 150 CIFAR-10 nodes 23.0 ms against 44.7 (TF32 23.6). Its gradients
+differ from the grouped convolutions' by 1.4e-5 (MNIST) and 1.3e-4 (CIFAR-10) relative there, float32
+rounding and near ties in max-pool windows (tests/test_cuda.py checks it against float64). cuDNN's grouped
+convolutions with many groups of few channels stay far below the card's float32 rate; a batched matrix
+product of N (B * H_out * W_out, C_in * k * k) by (C_in * k * k, C_out) matrices is a kernel cuBLAS is
+built for. On 2 CPU cores the bmm form is 2-3x slower than oneDNN's grouped convolutions (2026-11-27: MNIST
+10 x 32, 100 ms against 30; CIFAR-10 467 against 217), so the CPU keeps those."""
 
 
 def stacked_form_default(x: torch.Tensor) -> str:

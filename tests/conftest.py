@@ -90,3 +90,14 @@ def assert_same_records(a: Path, b: Path, rtol: float = 1e-5) -> None:
     for key in ("final_train_loss", "final_test_accuracy", "final_consensus", "bits_per_node", "model_time"):
         assert sa[key] == pytest.approx(sb[key], rel=rtol, abs=1e-7), key
     assert sa["steps"] == sb["steps"] and sa["diverged"] == sb["diverged"]
+
+
+def assert_rows_near(G, exact, typical: float = 1e-5, worst: float = 1e-2, share: float = 0.75) -> None:
+    """Float32 node gradients G (N x d, any device) against float64 ones: at least ``share`` of the rows
+    within ``typical`` relative error, every row within ``worst``. Not one tolerance for all: a ReLU or a
+    max-pool window whose inputs are within float32's rounding of a tie may go the other way, and then
+    that node's gradient moves by up to 1e-3 (seen on 2 cores and on an H100 in every form of the stacked
+    CNNs, 2026-11-27); a wrong convolution moves every row by O(1)."""
+
+    err = ((G.double().cpu() - exact).norm(dim=1) / exact.norm(dim=1)).numpy()
+    assert (err < typical).mean() >= share and err.max() < worst, np.sort(err)[::-1][:5]

@@ -7,6 +7,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from conftest import assert_rows_near
 
 from bounds import InputError, mixing_matrix
 from bounds.cdfl.compression import Identity, TopK
@@ -324,15 +325,18 @@ def test_an_unknown_stacked_form_is_refused_by_name() -> None:
         MnistCNN.forward_stacked(p, torch.zeros(2, 3, 1, 28, 28), "NCHW")
 
 
+@pytest.mark.parametrize("seed", [0, 2])
 @pytest.mark.parametrize("name", ["mnist_cnn", "cifar_cnn"])
-def test_bmm_form_equals_grouped_convolutions_at_a_sweep_like_size(name: str) -> None:
-    """The bmm form equals the grouped convolutions in float64, and both are within 1e-5 of it in float32."""
+def test_bmm_form_equals_grouped_convolutions_at_a_sweep_like_size(name: str, seed: int) -> None:
+    """The bmm form equals the grouped convolutions in float64; in float32 both give the float64 gradients
+    row by row (:func:`conftest.assert_rows_near`; with these seeds the bmm form's MNIST gradient of one
+    node moves by 1e-3, a near tie in a max-pool window, and the grouped convolutions' CIFAR-10 ones)."""
     from sim.models import CifarCNN
 
-    torch.manual_seed(3)
+    torch.manual_seed(seed)
     model, shape = {"mnist_cnn": (MnistCNN(), (1, 28, 28)), "cifar_cnn": (CifarCNN(), (3, 32, 32))}[name]
     stack = Stack(model.double())
-    n, b = 6, 16
+    n, b = 24, 16
     X = stack.flatten(model).repeat(n, 1) + 0.01 * torch.randn(n, stack.d, dtype=torch.float64)
     x, y = torch.randn(n, b, *shape, dtype=torch.float64), torch.randint(0, 10, (n, b))
     w = torch.ones(n, b, dtype=torch.float64)
@@ -342,5 +346,5 @@ def test_bmm_form_equals_grouped_convolutions_at_a_sweep_like_size(name: str) ->
     model.float()
     for form in ("bmm", "channels_last"):
         G, losses = Stack(model, form=form).gradients(X.float(), x.float(), y, w.float())
-        assert float((G.double() - exact).norm() / exact.norm()) < 1e-5, form
+        assert_rows_near(G, exact)
         assert torch.allclose(losses.double(), exact_losses, rtol=1e-5)
