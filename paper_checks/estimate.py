@@ -4,14 +4,14 @@ Two parts:
 
 * the simulations the checks will run (each check's ``planned`` runs, those not cached yet), timed by
   a short calibration on this machine and device: one stacked local step of 10 nodes x 32 samples of
-  the run's model (seconds per node-step), one forward pass of 500 samples (seconds per evaluated
-  sample), and the fixed cost of a step (sampling, gossip, the divergence check's read-back,
-  bookkeeping: two short real runs of the first planned config, their difference per step less its
-  node-steps; on a GPU at N = 10 this fixed cost is most of a step). A run costs its local
-  node-steps, its logged rows (the average model on the training and test samples, up to 4 nodes and
-  one gradient: about 9 forward passes of ``eval_samples``) and its final evaluation (the training
-  sample and the whole test set); the fixed cost is paid once per step of the sweep that runs a
-  check's runs together (:func:`sweep_seconds`), once per step of each run alone
+  the run's model (256 nodes on a GPU, :data:`CALIBRATION_NODES_CUDA`; seconds per node-step), one
+  forward pass of 500 samples (seconds per evaluated sample), and the fixed cost of a step (sampling,
+  gossip, the divergence check's read-back, bookkeeping: two short real runs of the first planned
+  config, their difference per step less its node-steps; on a GPU at N = 10 this fixed cost is most of a
+  step). A run costs its local node-steps, its logged rows (the average model on the training and test
+  samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its final
+  evaluation (the training sample and the whole test set); the fixed cost is paid once per step of the
+  sweep that runs a check's runs together (:func:`sweep_seconds`), once per step of each run alone
   (:func:`run_seconds`);
 * every other check: the seconds it took the last time it ran in this mode in this output folder
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
@@ -19,7 +19,8 @@ Two parts:
 The start-up of each run is left out. The estimate was compared with measured runs (README: on 2 CPU
 cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; ``fig7-tau1 --full`` took 881 s, estimated 583 s
 with 3 calibration calls and 14-16 minutes with CALIBRATION_REPEATS; on an H100 the runs took about
-twice the estimate before the fixed cost of a step was counted); the tests check its arithmetic.
+twice the estimate before the fixed cost of a step was counted, and less than half of it after, when it
+still timed 10 nodes there: :data:`CALIBRATION_NODES_CUDA`); the tests check its arithmetic.
 """
 
 from __future__ import annotations
@@ -42,20 +43,34 @@ from sim.engine import Stack
 from sim.evaluation import node_sample
 from sim.models import make_model
 from sim.runner import run
-from sim.sweep import sweep_groups
+from sim.sweep import SAMPLES_PER_CALL_CUDA, sweep_groups
 from sim.timing import seconds_per_call
 
 __all__ = [
-    "Calibration", "Estimate", "calibrate", "estimate", "run_seconds", "step_overhead", "sweep_seconds",
+    "Calibration", "Estimate", "calibrate", "calibration_nodes", "estimate", "run_seconds", "step_overhead",
+    "sweep_seconds",
 ]  # fmt: skip
 
 CALIBRATION_NODES, CALIBRATION_BATCH, CALIBRATION_SAMPLES = 10, 32, 500
+CALIBRATION_NODES_CUDA = SAMPLES_PER_CALL_CUDA // CALIBRATION_BATCH
+"""On a GPU the stacked step is timed at the size of a sweep's gradient call (256 nodes x 32), not at 10
+nodes: a GPU is launch-bound there, and the sweeps the checks run stack 150-630 nodes. On an H100
+(2026-11-27) the estimate timed 10 nodes, said 5 min for ``--full``'s 84 simulations, and they took 136 s
+(MNIST: 0.2 ms per local node-step at 10 nodes, 0.035 ms at 630). The launch-bound part of a small run's
+step is in its fixed cost (:func:`step_overhead`, two real runs). On the CPU the time per node-step does not
+fall with the size, and 256 CIFAR-10 nodes would take about 50 s a call there."""
+
+
+def calibration_nodes(device: torch.device) -> int:
+    """Nodes of the timed stacked call: CALIBRATION_NODES_CUDA on a GPU, CALIBRATION_NODES elsewhere."""
+    return CALIBRATION_NODES_CUDA if device.type == "cuda" else CALIBRATION_NODES
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Measured on this machine: seconds per local node-step (10 nodes x 32 samples stacked) and per
-    evaluated sample (a forward pass of 500), for one data set / model / device; the test set's size."""
+    """Measured on this machine: seconds per local node-step (:func:`calibration_nodes` x 32 samples stacked)
+    and per evaluated sample (a forward pass of 500), for one data set / model / device; the test set's
+    size."""
 
     node_step: float
     sample: float
@@ -102,7 +117,7 @@ def calibrate(config: RunConfig, repeats: int = CALIBRATION_REPEATS) -> Calibrat
     torch.manual_seed(0)
     model = make_model(config.model, data.input_shape, data.num_classes).to(device)
     stack = Stack(model)
-    n, b = CALIBRATION_NODES, CALIBRATION_BATCH
+    n, b = calibration_nodes(device), CALIBRATION_BATCH
     X = stack.flatten(model).repeat(n, 1)
     x = torch.randn(n, b, *data.input_shape, device=device)
     y = torch.randint(0, data.num_classes, (n, b), device=device)

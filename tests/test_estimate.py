@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from paper_checks.cli import main
 from paper_checks.context import CheckContext
@@ -116,3 +117,30 @@ def test_progress_bar_counts_checks_when_some_were_never_timed(tmp_path: Path, c
     assert "1/1 checks" in err and "estimated 0/0 s" not in err
     assert main(["--quick", "--only", "zeta-values", "--out", str(tmp_path)]) == 0  # now timed (cached: 0 s)
     assert "checks [" not in capsys.readouterr().err
+
+
+def test_the_calibration_times_a_sweeps_call_on_a_gpu_and_ten_nodes_elsewhere() -> None:
+    from paper_checks.estimate import CALIBRATION_NODES, CALIBRATION_NODES_CUDA, calibration_nodes
+    from sim.sweep import SAMPLES_PER_CALL_CUDA
+
+    assert calibration_nodes(torch.device("cpu")) == CALIBRATION_NODES == 10
+    assert calibration_nodes(torch.device("cuda")) == CALIBRATION_NODES_CUDA == SAMPLES_PER_CALL_CUDA // 32
+    assert calibration_nodes(torch.device("cuda:1")) == CALIBRATION_NODES_CUDA
+
+
+def test_calibrate_divides_the_timed_call_by_the_nodes_it_stacked(tiny, monkeypatch) -> None:
+    from paper_checks import estimate as est
+
+    shapes = []
+
+    def timed(call, repeats, device):
+        out = call()
+        if isinstance(out, tuple):  # the stacked gradients (N x d) of calibration_nodes nodes
+            shapes.append(out[0].shape[0])
+        return 1.0
+
+    monkeypatch.setattr(est, "seconds_per_call", timed)
+    monkeypatch.setattr(est, "calibration_nodes", lambda device: 4)
+    monkeypatch.setattr(est, "step_overhead", lambda config, node_step: 0.0)
+    cal = est.calibrate(RunConfig(dataset=f"npz:{tiny}", model="logreg"))
+    assert shapes == [4] and cal.node_step == 0.25
