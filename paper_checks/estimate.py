@@ -58,7 +58,8 @@ nodes: a GPU is launch-bound there, and the sweeps the checks run stack 150-630 
 (2026-11-27) the estimate timed 10 nodes, said 5 min for ``--full``'s 84 simulations, and they took 136 s
 (MNIST: 0.2 ms per local node-step at 10 nodes, 0.035 ms at 630). The launch-bound part of a small run's
 step is in its fixed cost (:func:`step_overhead`, two real runs). On the CPU the time per node-step does not
-fall with the size, and 256 CIFAR-10 nodes would take about 50 s a call there."""
+fall with the size, and 256 CIFAR-10 nodes would take about 5 s a call there (50 s for the
+calibration's repeats)."""
 
 
 def calibration_nodes(device: torch.device) -> int:

@@ -18,12 +18,21 @@ from torch.func import functional_call, grad_and_value, vmap
 from bounds import InputError
 from sim.models import STACKED_FORMS, loss_fn
 
-__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "BatchSampler", "Stack"]
+__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Stack"]
 
 EVAL_CHUNK_CPU = 512  # samples per evaluation pass on the CPU: MNIST CNN on its 10,000 test samples,
 # 2 cores: 0.58 s in chunks of 512 against 1.70 s in chunks of 4,096 (the caches overflow); CIFAR-10 CNN
 # on 4,096 samples 2.11 s against 2.17 s (2026-11-26)
 EVAL_CHUNK_CUDA = 4096  # a GPU keeps busy with large passes
+SAMPLES_PER_CALL_CUDA = 8192  # node mini-batch samples per stacked gradient call on a GPU: a sweep cuts
+# its calls by whole runs (sim.sweep), Stack.gradients a larger call (a single run's) by rows. The bmm form of
+# the stacked CNNs (sim.models.BMM_DEVICES) keeps each layer's im2col matrix for the backward pass: 0.28 MB
+# per MNIST sample and 1.1 MB per CIFAR-10 sample saved (against 0.13 and 0.38 for the grouped convolutions;
+# measured on the CPU, 2026-11-27), about 0.5 and 1.5 MB at the peak of a call, so a call of 8,192 takes
+# about 4 and 12 GB, and Figs. 6-9's 630 MNIST nodes x 32 make three calls a step. Larger calls were no
+# faster (bench on an H100, grouped convolutions: N = 1000 x 32, 21,410 node-steps/s, N = 100, 23,984). A
+# 400-run probe sweep ran out of memory (2026-11-27) because every run held its own copy of the training
+# set on the GPU (75 GB); the runs share one now (Dataset.train_on)
 
 
 class Stack:
@@ -63,14 +72,37 @@ class Stack:
         pieces = X.split(self.sizes, dim=-1)
         return {n: t.reshape(*lead, *s) for n, t, s in zip(self.names, pieces, self.shapes, strict=True)}
 
-    def gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+    def gradients(
+        self,
+        X: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        w: torch.Tensor,
+        samples_per_call: int | None = None,
+    ):
         """Each node's mini-batch gradient and loss: G (N x d), losses (N,). x: (N, B, ...).
 
         Models with a ``forward_stacked`` (the paper's CNNs, logreg, lstsq) run all nodes as one
-        grouped convolution / batched matmul and differentiate the sum of the node losses with
-        respect to X directly (node i's loss depends only on row i). Other models use
+        stacked forward pass (:data:`sim.models.STACKED_FORMS`) and differentiate the sum of the node
+        losses with respect to X directly (node i's loss depends only on row i). Other models use
         ``vmap(grad(...))``. Both give the same gradients (tested).
+
+        ``samples_per_call``: the most node samples (rows x B) one pass takes; more are cut by rows, which
+        changes nothing but the memory (the rows are independent). None: SAMPLES_PER_CALL_CUDA on a GPU
+        (a single run of 1,000 CIFAR-10 nodes x 32 would otherwise keep about 36 GB of im2col matrices),
+        no cut elsewhere.
         """
+        if samples_per_call is None and X.device.type == "cuda":
+            samples_per_call = SAMPLES_PER_CALL_CUDA
+        rows = X.shape[0] if samples_per_call is None else max(1, samples_per_call // max(1, x.shape[1]))
+        if X.shape[0] <= rows:
+            return self._gradients(X, x, y, w)
+        parts = [self._gradients(X[i : i + rows], x[i : i + rows], y[i : i + rows], w[i : i + rows])
+                 for i in range(0, X.shape[0], rows)]  # fmt: skip
+        return torch.cat([G for G, _ in parts]), torch.cat([losses for _, losses in parts])
+
+    def _gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+        """:meth:`gradients` in one pass."""
         stacked = getattr(self.module, "forward_stacked", None)
         if stacked is None:
             return self.gradients_vmap(X, x, y, w)

@@ -60,9 +60,9 @@ ratio 0.66-1.01 (median 0.83; this machine's timings vary by 10-30% from run to 
 106-140 against 118-166 ms; CIFAR-10 CNN, 10 nodes, 417-422 against 459-509 ms; a max-pool of
 (32, 160, 28, 28) alone 1.7 ms against 16 ms. Per-sample gradients (B = 1, 256 nodes) took
 1.03-1.27x the NCHW time channels-last, so they stay NCHW. Measured on one x86 machine only (other CPUs
-may gain less). On CUDA the default stays NCHW until cuDNN's channels-last grouped kernels are measured
-there (``dfl-sim bench`` times both layouts on its device). The layout changes only the order of float
-sums (the same gradients up to rounding, tested)."""
+may gain less). On CUDA the stacked CNNs take the bmm form (:data:`BMM_DEVICES`; channels-last grouped
+convolutions were the slowest form there), and the one-model passes stay NCHW. The layout changes only the
+order of float sums (the same gradients up to rounding, tested)."""
 
 
 def channels_last_default(x: torch.Tensor) -> bool:
@@ -74,7 +74,8 @@ def channels_last_default(x: torch.Tensor) -> bool:
 STACKED_FORMS = ("nchw", "channels_last", "bmm")
 """How the stacked CNNs compute N nodes' convolutions at once (the same values up to float rounding, tested):
 ``nchw`` and ``channels_last``: one grouped convolution (groups = N) in that memory layout; ``bmm``: im2col
-(``F.unfold``) and one batched matrix product per layer, node by node in the batch (:func:`_bmm_conv`)."""
+(a strided copy of ``Tensor.unfold`` windows) and one batched matrix product per layer, node by node in
+the batch (:func:`_bmm_conv`)."""
 
 BMM_DEVICES = frozenset({"cuda"})
 """Device types on which the stacked CNNs take the ``bmm`` form by default (:func:`stacked_form_default`).

@@ -38,7 +38,7 @@ from bounds.graph.mixing import ExactAverage, as_matrix
 from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.config import SHARED_FIELDS, RunConfig
 from sim.data import load_dataset
-from sim.engine import Stack, pick
+from sim.engine import SAMPLES_PER_CALL_CUDA, Stack, pick
 from sim.errors import RunInterrupted
 from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
@@ -56,13 +56,6 @@ SAMPLES_PER_CALL_CPU = 640  # node mini-batch samples per gradient call. Measure
 # call (2026-11-27: 115k-129k page faults per call at 80 nodes). With freed memory retained (sim.host, as the
 # CLIs run) the time per node-step is flat: 4.3 ms at 20, 4.2-4.7 at 40, 4.3 at 80; the cut stays at 640,
 # which costs the least memory and is fast either way.
-SAMPLES_PER_CALL_CUDA = 8192  # on a GPU. The bmm form of the stacked CNNs (sim.models.BMM_DEVICES) keeps
-# each layer's im2col matrix for the backward pass: about 0.5 MB per MNIST sample and 1.5 MB per CIFAR-10
-# sample at the peak of a call (the grouped convolutions, 2026-11-27: 6 GB for a call of 32,768 MNIST
-# samples), so a call of 8,192 takes about 4 and 12 GB, and Figs. 6-9's 630 MNIST nodes x 32 make three
-# calls a step. Larger calls were no faster (bench on an H100, grouped convolutions: N = 1000 x 32, 21,410
-# node-steps/s, N = 100, 23,984). A 400-run probe sweep ran out of memory (2026-11-27) because every run held
-# its own copy of the training set on the GPU (75 GB); the runs share one now (Dataset.train_on)
 
 
 class Lane:

@@ -201,12 +201,11 @@ def test_a_sweep_holds_one_copy_of_the_training_set_on_the_device(tmp_path) -> N
 
 @pytest.mark.parametrize("name", ["mnist", "cifar10"])
 def test_every_stacked_form_on_cuda_gives_the_float64_gradients(name: str) -> None:
-    """The bmm form, the CUDA default, on the device in float32: the CPU's float64 gradients, 24 nodes x 16
-    samples, row by row (:func:`conftest.assert_rows_near`: with seed 0 one MNIST node's gradient moved by
-    2e-3 on the H100, as on the CPU; the grouped convolutions' differences are in ``dfl-sim bench``'s
-    ``stacked_forms``)."""
+    """Every stacked form (bmm, the CUDA default, and the grouped convolutions) on the device in float32:
+    the CPU's float64 gradients, 24 nodes x 16 samples, row by row (:func:`conftest.assert_rows_near`: with
+    seed 0 one MNIST node's gradient moved by 2e-3 on the H100 in the bmm form, as on the CPU)."""
     from sim.engine import Stack
-    from sim.models import CifarCNN, MnistCNN
+    from sim.models import STACKED_FORMS, CifarCNN, MnistCNN
     from sim.setup import set_precision
 
     set_precision(torch.device("cuda"), tf32=False)
@@ -219,6 +218,6 @@ def test_every_stacked_form_on_cuda_gives_the_float64_gradients(name: str) -> No
     exact, _ = Stack(model.double(), form="channels_last").gradients(X, x, y, w)
     model.float().cuda()
     args = [t.float().cuda() if t.is_floating_point() else t.cuda() for t in (X, x, y, w)]
-    for form in ("bmm", None):
+    for form in (*STACKED_FORMS, None):
         G, _ = Stack(model, form=form).gradients(*args)
-        assert_rows_near(G, exact)
+        assert_rows_near(G, exact, typical=1e-4)  # cuDNN may pick Winograd or FFT algorithms in float32
