@@ -15,8 +15,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from bounds import InputError
-from sim.models import STACKED_FORMS, loss_fn
+from sim.models import check_stacked_form, loss_fn
 
 __all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Stack"]
 
@@ -44,8 +43,7 @@ class Stack:
         :func:`sim.models.stacked_form_default`; the gradients are the same up to float rounding). The
         one-model passes (:meth:`evaluate`, :meth:`gradients_vmap`) follow the module's own
         ``channels_last`` (:class:`sim.models.MnistCNN`)."""
-        if form is not None and form not in STACKED_FORMS:
-            raise InputError(f"stacked form {form!r} (expected one of: {', '.join(STACKED_FORMS)})")
+        check_stacked_form(form)
         self.module = module
         self.form = form
         named = list(module.named_parameters())

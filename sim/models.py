@@ -31,6 +31,7 @@ __all__ = [
     "LogReg",
     "MnistCNN",
     "channels_last_default",
+    "check_stacked_form",
     "make_model",
     "stacked_form_default",
 ]
@@ -89,6 +90,12 @@ convolutions with many groups of few channels stay far below the card's float32 
 product of N (B * H_out * W_out, C_in * k * k) by (C_in * k * k, C_out) matrices is a kernel cuBLAS is
 built for. On 2 CPU cores the bmm form is 2-3x slower than oneDNN's grouped convolutions (2026-11-27: MNIST
 10 x 32, 100 ms against 30; CIFAR-10 467 against 217), so the CPU keeps those."""
+
+
+def check_stacked_form(form: str | None) -> None:
+    """InputError naming ``form`` unless it is one of STACKED_FORMS or None (the device's default)."""
+    if form is not None and form not in STACKED_FORMS:
+        raise InputError(f"stacked form {form!r} (expected one of: {', '.join(STACKED_FORMS)})")
 
 
 def stacked_form_default(x: torch.Tensor) -> str:
@@ -169,11 +176,10 @@ def _stacked_convs(
 ) -> _GroupedConvs | _BatchedMatmulConvs:
     """The convolutions of ``form`` (None: :func:`stacked_form_default`) for N nodes' parameters p and
     inputs x (N, B, C, H, W)."""
+    check_stacked_form(form)
     form = stacked_form_default(x) if form is None else form
     if form == "bmm":
         return _BatchedMatmulConvs(p, x.shape[0])
-    if form not in STACKED_FORMS:
-        raise InputError(f"stacked form {form!r} (expected one of: {', '.join(STACKED_FORMS)})")
     return _GroupedConvs(p, x.shape[0], form == "channels_last")
 
 
