@@ -39,11 +39,11 @@ from paper_checks.registry import Check
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
 from sim.data import load_dataset
-from sim.engine import Stack
+from sim.engine import SAMPLES_PER_CALL_CUDA, Stack
 from sim.evaluation import node_sample
 from sim.models import make_model
 from sim.runner import run
-from sim.sweep import SAMPLES_PER_CALL_CUDA, sweep_groups
+from sim.sweep import sweep_groups
 from sim.timing import seconds_per_call
 
 __all__ = [

@@ -99,6 +99,5 @@ def assert_rows_near(G, exact, typical: float = 1e-5, worst: float = 0.5, share:
     that node's gradient moves, by 1e-3 to 3e-2 (seen on 2 cores and on an H100 in every form of the
     stacked CNNs, 2026-11-27; which rows, depends on the machine's order of sums); a wrong convolution
     moves every row by O(1)."""
-
     err = ((G.double().cpu() - exact).norm(dim=1) / exact.norm(dim=1)).numpy()
     assert (err < typical).mean() >= share and err.max() < worst, np.sort(err)[::-1][:5]

@@ -121,7 +121,7 @@ def test_progress_bar_counts_checks_when_some_were_never_timed(tmp_path: Path, c
 
 def test_the_calibration_times_a_sweeps_call_on_a_gpu_and_ten_nodes_elsewhere() -> None:
     from paper_checks.estimate import CALIBRATION_NODES, CALIBRATION_NODES_CUDA, calibration_nodes
-    from sim.sweep import SAMPLES_PER_CALL_CUDA
+    from sim.engine import SAMPLES_PER_CALL_CUDA
 
     assert calibration_nodes(torch.device("cpu")) == CALIBRATION_NODES == 10
     assert calibration_nodes(torch.device("cuda")) == CALIBRATION_NODES_CUDA == SAMPLES_PER_CALL_CUDA // 32
