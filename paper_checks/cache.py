@@ -1,4 +1,5 @@
-"""The verdict cache of ``dfl-check``: one JSON file per check and mode in ``OUT/cache``.
+"""The verdict cache of ``dfl-check``: one JSON file per check and mode in ``OUT/cache``, and
+:func:`run_one`, which runs a check through it.
 
 A file that cannot be read as a check's result (empty, cut short, edited by hand) counts as no cache:
 the check runs again and the file is rewritten, atomically (a crash never leaves half a file).
@@ -7,10 +8,16 @@ the check runs again and the file is rewritten, atomically (a crash never leaves
 from __future__ import annotations
 
 import json
+import time
+import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_path", "read_cache", "write_cache"]
+from bounds.serialize import jsonable
+from paper_checks.context import CheckContext
+from paper_checks.registry import Check, Outcome
+
+__all__ = ["cache_path", "cached_result", "check_result", "read_cache", "run_one", "write_cache"]
 
 
 def cache_path(cache_dir: Path, check_id: str, quick: bool) -> Path:
@@ -32,3 +39,43 @@ def write_cache(path: Path, result: dict[str, Any]) -> None:
     from sim.loop import atomic_write  # torch: loaded once a check has run
 
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
+
+
+def cached_result(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any] | None:
+    """The cached result of ``chk`` if it is still valid in ``context`` (same fingerprint), else None."""
+    cached = read_cache(cache_path(cache_dir, chk.id, context.quick))
+    return cached if cached is not None and cached.get("fingerprint") == chk.fingerprint(context) else None
+
+
+def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any]:
+    """Run (or load from cache) one check; a crash becomes 'could not run' with the reason."""
+    cached = cached_result(chk, context, cache_dir)
+    if cached is not None:
+        return {**cached, "cached": True}
+    fingerprint = chk.fingerprint(context)
+    start = time.perf_counter()
+    try:
+        outcome = chk(context)
+    except Exception as exc:  # a check that cannot run says why; the others still run
+        outcome = Outcome(
+            "could not run", f"{type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()}
+        )
+    result = check_result(chk, outcome, time.perf_counter() - start, fingerprint)
+    if outcome.status != "could not run":  # a failure is retried next time (e.g. once data is there)
+        write_cache(cache_path(cache_dir, chk.id, context.quick), result)
+    return {**result, "cached": False}
+
+
+def check_result(chk: Check, outcome: Outcome, seconds: float, fingerprint: str) -> dict[str, Any]:
+    """The result of a check as the report and the cache hold it."""
+    return {
+        "id": chk.id,
+        "ref": chk.ref,
+        "claim": chk.claim,
+        "method": chk.method,
+        "status": outcome.status,
+        "summary": outcome.summary,
+        "evidence": jsonable(outcome.evidence),
+        "seconds": round(seconds, 2),
+        "fingerprint": fingerprint,
+    }

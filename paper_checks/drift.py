@@ -260,6 +260,7 @@ def _measure_103(config: RunConfig, cfg: dict[str, Any], tau1: int, tau2: int, s
     "enter (103) / L^2; it is estimated (Hessian power iteration at u_1, u_(T/2), u_(T+1)) to say whether "
     "eta satisfies (eta)",
     statement=f.local_drift_bound_103,
+    on_device=True,
 )
 def drift_103_cnn(ctx: CheckContext, bound_103: Any) -> Outcome:
     z = spectral_summary(TOPOLOGIES["ring"]()).zeta

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import torch
 
-from paper_checks.cache import cache_path, read_cache
+from paper_checks.cache import cache_path, cached_result, read_cache
 from paper_checks.context import CheckContext
+from paper_checks.overlap import overlaps
 from paper_checks.registry import Check
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
@@ -163,10 +164,23 @@ class Estimate:
     runs: int = 0
     simulation_seconds: float = 0.0
     calibrations: dict[str, Calibration] = field(default_factory=dict)
+    on_device: set[str] = field(default_factory=set)  # the checks that simulate on the device
+    overlap: bool = False  # the device-free checks run beside the device ones (paper_checks.overlap)
 
     @property
     def seconds(self) -> float:
+        """The checks' seconds, added up (what the progress bar counts)."""
         return sum(s for s in self.per_check.values() if s is not None)
+
+    @property
+    def wall(self) -> float:
+        """The seconds until the last check is done: the longer of the two parts when they overlap."""
+        if not self.overlap:
+            return self.seconds
+        parts = [0.0, 0.0]
+        for check_id, s in self.per_check.items():
+            parts[check_id in self.on_device] += s or 0.0
+        return max(parts)
 
     @property
     def untimed(self) -> list[str]:
@@ -174,7 +188,9 @@ class Estimate:
 
     def line(self) -> str:
         """One line for the user before the checks start."""
-        parts = [f"about {_duration(self.seconds)}"]
+        parts = [f"about {_duration(self.wall)}"]
+        if self.overlap:
+            parts[0] += " (the device-free checks in another process, beside the device's)"
         if self.runs:
             steps = ", ".join(f"{k}: {c.node_step * 1e3:.1f} ms per local node-step + {c.step * 1e3:.1f} ms "
                               "per step" for k, c in self.calibrations.items())  # fmt: skip
@@ -198,12 +214,14 @@ def _duration(seconds: float) -> str:
 
 def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Estimate:
     """The time each of ``checks`` will take in ``context`` (see the module docstring)."""
-    out = Estimate()
+    out = Estimate(on_device={chk.id for chk in checks if chk.on_device})
+    pending = [chk for chk in checks if cached_result(chk, context, cache_dir) is None]
+    out.overlap = overlaps(pending, context)
     for chk in checks:
-        last = read_cache(cache_path(cache_dir, chk.id, context.quick))
-        if last is not None and last.get("fingerprint") == chk.fingerprint(context):
+        if chk not in pending:
             out.per_check[chk.id] = 0.0  # its verdict is cached
             continue
+        last = read_cache(cache_path(cache_dir, chk.id, context.quick))
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
             try:  # free)
                 planned = chk.planned(context)

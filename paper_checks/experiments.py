@@ -244,6 +244,7 @@ def _fig6_mnist_configs(ctx: CheckContext, tau2s: list[int] | tuple[int, ...] = 
     "reading B: the same number of local steps",
     statement=(15, 4, 1),
     planned=lambda ctx: planned_runs(ctx, _fig6_mnist_configs(ctx)),
+    on_device=True,
 )
 def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """``tau2_best_first``: the claimed ranking of tau2 by final training loss, lowest loss first."""
@@ -301,6 +302,7 @@ def _fig6_cifar_configs(ctx: CheckContext) -> dict[str, Any]:
     "dfl-check --cifar-dir DIR (a folder holding cifar-10-batches-py) or $DFLKIT_CIFAR10_DIR",
     statement=(15, 4, 1),
     planned=lambda ctx: planned_runs(ctx, _fig6_cifar_configs(ctx)),
+    on_device=True,
 )
 def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig6-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""
@@ -336,6 +338,7 @@ def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     "DFL on the MNIST ring with tau1 in {1, 4, 10}, tau2 = 4, and synchronous SGD, the same total steps T",
     statement=("sync", "tau1=1", "tau1=4", "tau1=10"),
     planned=lambda ctx: planned_runs(ctx, _fig7_configs(ctx)),
+    on_device=True,
 )
 def fig7(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the runs by final training loss, lowest first."""
@@ -356,6 +359,7 @@ def _fig7_configs(ctx: CheckContext) -> dict[str, Any]:
     "(Metropolis, 0.98), same total steps",
     statement=("zeta=0 (complete)", "zeta=0.85 (quasi-ring)", "zeta=0.87 (ring)", "zeta=0.98 (path)"),
     planned=lambda ctx: planned_runs(ctx, _fig8_configs(ctx)),
+    on_device=True,
 )
 def fig8(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
     """``best_first``: the claimed ranking of the topologies by final training loss, lowest first."""
@@ -399,6 +403,7 @@ FIG9_CLAIMS: dict[str, Any] = {
     "reported at 25/40/50/100% of the horizon all runs reach (40% stands for 'wall-clock 4')",
     statement=FIG9_CLAIMS,
     planned=lambda ctx: planned_runs(ctx, _fig9_configs(ctx)),
+    on_device=True,
 )
 def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
     """``claims``: best-first orderings against steps, and (better, worse) pairs at wall-clock 4."""

@@ -186,6 +186,7 @@ def non_iid_cnn_cells(ctx: CheckContext) -> tuple[list[dict[str, Any]], dict[str
     "complete (--quick: a subset). sigma^2, varsigma^2 from per-sample gradients on each node's data at "
     "the visited points, L by Hessian power iteration (a lower estimate); one eta for the grid",
     statement=f.drift_term_repaired,
+    on_device=True,
 )
 def drift_non_iid_cnn(ctx: CheckContext, term: Any) -> Outcome:
     """``term(eta, L, sigma2, varsigma2, tau1, tau2, zeta)``: the claimed bound on the local-step drift."""

@@ -54,6 +54,7 @@ def _by_the_bound(bound: np.ndarray) -> np.ndarray:
     "the top of the ranking and others spread over the feasible set, several seeds each, all under the "
     "same budget; Spearman correlation of the ranking with the measured loss, regret of the choice",
     statement=_by_the_bound,
+    on_device=True,
 )
 def planner_validation(ctx: CheckContext, score: Callable[[np.ndarray], np.ndarray]) -> Outcome:
     return _planned(ctx, score, eta=None)
@@ -67,6 +68,7 @@ def planner_validation(ctx: CheckContext, score: Callable[[np.ndarray], np.ndarr
     "as planner-validation with eta = 0.01 for every configuration (dfl-sim plan --eta): only the "
     "trade-off between local steps, gossip steps and rounds under the budget is ranked",
     statement=_by_the_bound,
+    on_device=True,
 )
 def planner_fixed_eta(ctx: CheckContext, score: Callable[[np.ndarray], np.ndarray]) -> Outcome:
     return _planned(ctx, score, eta=FIXED_ETA)

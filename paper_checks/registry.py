@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -40,7 +41,10 @@ class Check:
     deliberately wrong one and see ``violated`` (tests/test_check_mutations.py does, for every check).
     A ``reference`` check documents a value or a case outside the claim's assumptions; its status is
     ``reference`` and it has no statement to falsify. ``planned(context)``: the training runs the check
-    will simulate (those not cached yet), for ``dfl-check``'s time estimate.
+    will simulate (those not cached yet), for ``dfl-check``'s time estimate. ``on_device``: the check
+    simulates on ``context.device`` (trains the CNNs); the others never touch it (numpy, SDPs), so their
+    cache key leaves the device out and, beside a GPU, they run in another process while the device works
+    (:mod:`paper_checks.overlap`).
     """
 
     id: str
@@ -51,15 +55,18 @@ class Check:
     statement: Any = None
     reference: bool = False
     planned: Callable[[CheckContext], list[Any]] | None = None  # its simulations not cached yet (RunConfigs)
+    on_device: bool = False
 
     def __call__(self, context: CheckContext, statement: Any = None) -> Outcome:
         """Run the check in ``context`` on ``statement`` (the paper's, by default)."""
         return self.run(context, self.statement if statement is None else statement)
 
     def fingerprint(self, context: CheckContext) -> str:
-        """The cache key: changes with the context (mode, device, data, folders) or any source of
-        ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a change)."""
-        key = f"{self.id}|{library_digest(('bounds', 'sim', 'paper_checks'))}|{context}"
+        """The cache key: changes with the context (mode, data, folders; the device for an ``on_device``
+        check) or any source of ``bounds/``, ``sim/`` or ``paper_checks/`` (no stale verdict after a
+        change). A device-free check's verdict computed on one device is reused on another."""
+        where = context if self.on_device else dataclasses.replace(context, device="any")
+        key = f"{self.id}|{library_digest(('bounds', 'sim', 'paper_checks'))}|{where}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -96,10 +103,12 @@ def check(
     statement: Any = None,
     reference: bool = False,
     planned: Callable[[CheckContext], list[Any]] | None = None,
+    on_device: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register ``fn(context, statement) -> Outcome`` as the check of one claim.
 
-    Every check but a ``reference`` one must give the ``statement`` it tests.
+    Every check but a ``reference`` one must give the ``statement`` it tests; one that simulates on
+    ``context.device`` says ``on_device=True`` (:class:`Check`).
     """
     if statement is None and not reference:
         raise ValueError(f"check {id!r} gives no statement to test (or declare it reference=True)")
@@ -107,7 +116,7 @@ def check(
     def register(fn: CheckFunction) -> CheckFunction:
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference, planned)
+        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference, planned, on_device)
         return fn
 
     return register

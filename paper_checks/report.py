@@ -4,48 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bounds.serialize import jsonable
-from paper_checks.cache import cache_path, read_cache, write_cache
+from paper_checks.cache import cached_result, run_one
 from paper_checks.context import CheckContext
-from paper_checks.registry import CHECKS, Check, Outcome, load_checks
+from paper_checks.overlap import overlaps, run_overlapped
+from paper_checks.registry import CHECKS, Check, load_checks
 
 __all__ = ["run_checks", "select", "write_report"]
-
-
-def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any]:
-    """Run (or load from cache) one check; a crash becomes 'could not run' with the reason."""
-    fingerprint = chk.fingerprint(context)
-    path = cache_path(cache_dir, chk.id, context.quick)
-    cached = read_cache(path)
-    if cached is not None and cached.get("fingerprint") == fingerprint:
-        return {**cached, "cached": True}
-    start = time.perf_counter()
-    try:
-        outcome = chk(context)
-    except Exception as exc:  # a check that cannot run says why; the others still run
-        outcome = Outcome(
-            "could not run", f"{type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()}
-        )
-    result = {
-        "id": chk.id,
-        "ref": chk.ref,
-        "claim": chk.claim,
-        "method": chk.method,
-        "status": outcome.status,
-        "summary": outcome.summary,
-        "evidence": jsonable(outcome.evidence),
-        "seconds": round(time.perf_counter() - start, 2),
-        "fingerprint": fingerprint,
-    }
-    if outcome.status != "could not run":  # a failure is retried next time (e.g. once data is there)
-        write_cache(path, result)
-    return {**result, "cached": False}
 
 
 def select(
@@ -88,16 +56,23 @@ def run_checks(
     device: str = "cpu",
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     workers: int = 1,
+    overlap: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the selected checks (all by default) in registry order.
+    """Run the selected checks (all by default); their results in registry order.
 
     ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
     ``progress(i, total, result)`` is called after each check; ``workers``: processes for the cells of
-    the checks that split them (the results do not depend on it).
+    the checks that split them (the results do not depend on it). ``overlap``: the device-free checks in
+    a background process while the device checks run (:mod:`paper_checks.overlap`; by default where
+    :func:`~paper_checks.overlap.overlaps` says it pays); otherwise one after the other, in order.
     """
     chosen, context = select(ids, quick, out, cifar_dir, device, workers)
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
+    if overlap is None:
+        overlap = overlaps([chk for chk in chosen if cached_result(chk, context, cache_dir) is None], context)
+    if overlap:
+        return run_overlapped(chosen, context, cache_dir, progress)
     results = []
     for i, chk in enumerate(chosen, 1):
         results.append(run_one(chk, context, cache_dir))

@@ -144,3 +144,25 @@ def test_calibrate_divides_the_timed_call_by_the_nodes_it_stacked(tiny, monkeypa
     monkeypatch.setattr(est, "step_overhead", lambda config, node_step: 0.0)
     cal = est.calibrate(RunConfig(dataset=f"npz:{tiny}", model="logreg"))
     assert shapes == [4] and cal.node_step == 0.25
+
+
+def test_beside_a_gpu_the_estimate_is_the_longer_part(tmp_path) -> None:
+    """With the device-free checks in another process (paper_checks.overlap) the wall time is the longer
+    of the two parts, not their sum; on the CPU, or with one worker, the sum."""
+    import dataclasses
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    ctx = CheckContext(quick=True, runs=tmp_path / "runs", device="cuda:7", workers=2)
+    sims, theory, pep = _check("sims"), _check("theory"), _check("pep")
+    sims = dataclasses.replace(sims, on_device=True)
+    for chk, seconds in ((sims, 100.0), (theory, 30.0), (pep, 50.0)):
+        (cache / f"{chk.id}-quick.json").write_text(json.dumps({"seconds": seconds, "fingerprint": "old"}))
+    got = estimate([sims, theory, pep], ctx, cache)
+    assert got.overlap and got.seconds == 180.0 and got.wall == 100.0
+    assert got.line().startswith("about 100 s (the device-free checks in another process")
+    for other in (dataclasses.replace(ctx, device="cpu"), dataclasses.replace(ctx, workers=1)):
+        got = estimate([sims, theory, pep], other, cache)
+        assert not got.overlap and got.wall == got.seconds == 180.0
+    (cache / "pep-quick.json").write_text(json.dumps({"seconds": 500.0, "fingerprint": "old"}))
+    assert estimate([sims, theory, pep], ctx, cache).wall == 530.0

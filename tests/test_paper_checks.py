@@ -22,7 +22,26 @@ THEORY = [
 
 
 def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> None:
+    """The device-free checks first run beside a device check, in the background process of
+    paper_checks.overlap, with a device this machine lacks ('cuda:99'): a check that touched the device
+    could not run. A CPU run then finds them cached (a device-free check's cache key leaves the device out)
+    and reports them with the planner's two (device checks, run then)."""
+    import threading
+
+    from paper_checks.report import run_checks
+
+    calls = []
+    record = lambda i, n, r: calls.append((i, n, r["id"], threading.current_thread()))  # noqa: E731
+    chosen = [*(i for i in THEORY if not CHECKS[i].on_device), "fig8-zeta"]
+    overlapped = run_checks(chosen, True, tmp_path, None, "cuda:99", progress=record, workers=2)
+    assert [r["id"] for r in overlapped] == [i for i in CHECKS if i in chosen]  # registry order
+    assert [(i, n) for i, n, _, _ in calls] == [(i, len(chosen)) for i in range(1, len(chosen) + 1)]
+    assert {r["id"] for r in overlapped if r["status"] == "could not run"} == {"fig8-zeta"}
+    main_thread = {check_id for _, _, check_id, thread in calls if thread is threading.main_thread()}
+    assert main_thread == {"fig8-zeta"}  # the others came from the background process
     assert main(["--quick", "--out", str(tmp_path), "--json", "--only", *THEORY]) == 0
+    cached = {r["id"]: r["cached"] for r in json.loads((tmp_path / "report.json").read_text())}
+    assert cached == {i: not CHECKS[i].on_device for i in THEORY}  # the planner's two ran now, on the CPU
     results = json.loads(capsys.readouterr().out)
     assert all({"id", "claim", "status", "evidence"} <= r.keys() and r["status"] in STATUSES for r in results)
     status = {r["id"]: r["status"] for r in results}

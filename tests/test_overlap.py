@@ -1,0 +1,113 @@
+"""paper_checks.overlap: the device-free checks in a background process beside the device's checks.
+
+The full use (cached results, registry order, progress from both processes, a device the background
+never touches) is tested in test_paper_checks.py's theory run; here what goes wrong: the background
+process killed, the main process stopped or killed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from paper_checks.context import CheckContext
+from paper_checks.overlap import overlaps, run_overlapped
+from paper_checks.registry import Check, Outcome, load_checks
+
+CHECKS = load_checks()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_overlap_only_beside_a_device_with_work_of_both_kinds() -> None:
+    gpu = CheckContext(device="cuda", workers=4)
+    both = [CHECKS["fig8-zeta"], CHECKS["zeta-values"]]
+    assert overlaps(both, gpu)
+    assert not overlaps(both, CheckContext(device="cpu", workers=4))  # the runs take every core themselves
+    assert not overlaps(both, CheckContext(device="cuda", workers=1))
+    assert not overlaps(both[:1], gpu) and not overlaps(both[1:], gpu) and not overlaps([], gpu)
+
+
+def test_checks_the_dead_background_did_not_finish_could_not_run(tmp_path) -> None:
+    """The background is killed at once (before it has imported the checks): its checks say why they
+    could not run and are not cached; the device check's result stands."""
+
+    def kill_background(ctx: CheckContext, statement: object) -> Outcome:
+        for child in multiprocessing.active_children():
+            os.kill(child.pid, signal.SIGKILL)
+        return Outcome("holds", "killed the background")
+
+    device_check = Check("kills", "ref", "claim", "method", kill_background, statement=1, on_device=True)
+    (tmp_path / "cache").mkdir()
+    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=2)
+    chosen = [device_check, CHECKS["zeta-values"], CHECKS["remarks-1-2"]]
+    results = run_overlapped(chosen, context, tmp_path / "cache")
+    assert [r["id"] for r in results] == ["kills", "zeta-values", "remarks-1-2"]
+    assert [r["status"] for r in results] == ["holds", "could not run", "could not run"]
+    assert "background process of the device-free checks stopped (exit code -9)" in results[1]["summary"]
+    assert sorted(f.name for f in (tmp_path / "cache").iterdir()) == ["kills-quick.json"]
+
+
+CHILD = """
+import os, signal, sys, threading, time, multiprocessing
+from pathlib import Path
+from paper_checks.cli import _interrupt_on_sigterm
+from paper_checks.report import run_checks
+sys.path.insert(0, sys.argv[4])
+from test_overlap import _group
+
+def stop_soon():
+    time.sleep(float(sys.argv[3]))
+    (background,) = multiprocessing.active_children()
+    print(background.pid, len(_group(background.pid)), flush=True)
+    os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+
+if __name__ == "__main__":
+    threading.Thread(target=stop_soon, daemon=True).start()
+    try:
+        with _interrupt_on_sigterm():
+            ids = ["fig8-zeta", "repair-nonquadratic"]
+            run_checks(ids, True, Path(sys.argv[1]), None, "cuda:99", workers=3)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_or_killed_dfl_check_leaves_no_background_process(tmp_path, signal_name: str) -> None:
+    """SIGTERM (as `timeout` sends; Ctrl-C alike) stops the main process, which stops the background
+    process group, its cell workers included; SIGKILL gives it no chance, and the background's watchdog
+    ends the group itself."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", CHILD, str(tmp_path), signal_name, "8", str(ROOT / "tests")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == (130 if signal_name == "SIGTERM" else -9), done.stderr[-2000:]
+    background, members = map(int, done.stdout.split()[:2])
+    assert members >= 3, "the background had no cell workers when stopped: it was not what this tests"
+    deadline = time.monotonic() + 10
+    while _group(background) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group(background)
+    assert not (tmp_path / "cache" / "repair-nonquadratic-quick.json").exists()
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (zombies left out)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                alive.append(int(entry.name))
+    return alive
