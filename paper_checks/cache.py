@@ -17,7 +17,7 @@ from bounds.serialize import jsonable
 from paper_checks.context import CheckContext
 from paper_checks.registry import Check, Outcome
 
-__all__ = ["cache_path", "cached_result", "check_result", "read_cache", "run_one", "write_cache"]
+__all__ = ["cache_path", "cached_result", "check_result", "pending", "read_cache", "run_one", "write_cache"]
 
 
 def cache_path(cache_dir: Path, check_id: str, quick: bool) -> Path:
@@ -45,6 +45,11 @@ def cached_result(chk: Check, context: CheckContext, cache_dir: Path) -> dict[st
     """The cached result of ``chk`` if it is still valid in ``context`` (same fingerprint), else None."""
     cached = read_cache(cache_path(cache_dir, chk.id, context.quick))
     return cached if cached is not None and cached.get("fingerprint") == chk.fingerprint(context) else None
+
+
+def pending(checks: list[Check], context: CheckContext, cache_dir: Path) -> list[Check]:
+    """The checks of ``checks`` without a valid cached result: those a run will compute."""
+    return [chk for chk in checks if cached_result(chk, context, cache_dir) is None]
 
 
 def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any]:

@@ -16,6 +16,11 @@ Two parts:
 * every other check: the seconds it took the last time it ran in this mode in this output folder
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
 
+Where the device-free checks run beside the device's (:mod:`paper_checks.overlap`) the wall time is the
+longer of the two parts. The device-free part is as last timed, with all ``--jobs`` processes for its cells;
+beside the device it has one fewer, so at a small ``--jobs`` it is an underestimate (at ``--jobs 2``, one
+process instead of two: ``tightness`` about twice its time).
+
 The start-up of each run is left out. The estimate was compared with measured runs (README: on 2 CPU
 cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; ``fig7-tau1 --full`` took 881 s, estimated 583 s
 with 3 calibration calls and 14-16 minutes with CALIBRATION_REPEATS; on an H100 the runs took about
@@ -33,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from paper_checks.cache import cache_path, cached_result, read_cache
+from paper_checks.cache import cache_path, pending, read_cache
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps
 from paper_checks.registry import Check
@@ -177,10 +182,8 @@ class Estimate:
         """The seconds until the last check is done: the longer of the two parts when they overlap."""
         if not self.overlap:
             return self.seconds
-        parts = [0.0, 0.0]
-        for check_id, s in self.per_check.items():
-            parts[check_id in self.on_device] += s or 0.0
-        return max(parts)
+        device = sum(s or 0.0 for k, s in self.per_check.items() if k in self.on_device)
+        return max(device, self.seconds - device)
 
     @property
     def untimed(self) -> list[str]:
@@ -215,10 +218,11 @@ def _duration(seconds: float) -> str:
 def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Estimate:
     """The time each of ``checks`` will take in ``context`` (see the module docstring)."""
     out = Estimate(on_device={chk.id for chk in checks if chk.on_device})
-    pending = [chk for chk in checks if cached_result(chk, context, cache_dir) is None]
-    out.overlap = overlaps(pending, context)
+    to_run = pending(checks, context, cache_dir)
+    out.overlap = overlaps(to_run, context)
+    computed = {chk.id for chk in to_run}
     for chk in checks:
-        if chk not in pending:
+        if chk.id not in computed:
             out.per_check[chk.id] = 0.0  # its verdict is cached
             continue
         last = read_cache(cache_path(cache_dir, chk.id, context.quick))

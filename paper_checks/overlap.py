@@ -1,19 +1,23 @@
 """Beside a GPU, the device-free checks run in another process while the device runs the simulations.
 
 On a GPU the checks that simulate (``Check.on_device``: the figures, the CNN drift, the planner) keep
-the device busy from one CPU core, and the others (exact recursions, Monte Carlo, the PEP SDPs of
-``tightness``: about 40 min of one core's solver time in ``--full``) need no device at all. Run one
-after the other, ``--full`` on an H100 with 16 cores took 413 s of checks plus ``tightness``
-(2026-11-27). :func:`run_overlapped` runs the device-free checks, in registry order, in one spawned
-process (their cells over ``workers - 1`` processes of its own) while this process runs the device
-checks, so the wall time is about the longer of the two parts, not their sum.
+the device busy, and the others (exact recursions, Monte Carlo, the PEP SDPs of ``tightness``: about
+40 min of one core's solver time in ``--full``) need no device at all. Run one after the other, the
+device checks of ``--full`` took about 310 s on an H100 with 16 cores and the others about 100 s plus
+``tightness`` (2.5 min or more; 2026-11-27). :func:`run_overlapped` runs the device-free checks, in
+registry order, in one spawned process (their cells over ``workers - 1`` processes of its own) while this
+process runs the device checks, so the wall time is about the longer of the two parts, not their sum.
 
 Each check's result is the one :func:`paper_checks.cache.run_one` gives when run alone (same cache, same
-fingerprint: a device-free check's leaves the device out); ``progress`` is called as each finishes, from
-either process, one call at a time. The background process runs in its own process group: Ctrl-C (sent to
-the terminal's group) stops this process, which then stops that group, its cell workers included; it
-also stops itself when this process is gone. A background process that dies (killed, out of memory)
-leaves its unfinished checks ``could not run``, saying so.
+fingerprint: a device-free check's leaves the device out); ``progress`` is called in this process as each
+check finishes, from the main thread or from a reader thread, one call at a time.
+
+The background process runs in its own process group, and sends its results through a pipe whose only
+write end it holds. Ctrl-C (sent to the terminal's group) or SIGTERM stops this process, which then stops
+that group, its cell workers included (also when the background itself has died: its workers do not
+notice). Killed outright, this process leaves the background's watchdog to end the group. A background that
+dies (killed, out of memory) closes the pipe, even in the middle of a result, and its unfinished checks are
+``could not run``, saying so.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 import time
@@ -31,18 +34,18 @@ from typing import Any
 
 from paper_checks.cache import check_result, run_one
 from paper_checks.context import CheckContext
-from paper_checks.registry import Check, Outcome
+from paper_checks.registry import Check, Outcome, load_checks
 
 __all__ = ["overlaps", "run_overlapped"]
 
-POLL_SECONDS = 0.5
-"""How often the background's results are polled (and its liveness checked)."""
+STOP_SECONDS = 10.0
+"""How long the background process may take to exit after its last result (and the reader thread to end)."""
 
 
 def overlaps(pending: list[Check], context: CheckContext) -> bool:
     """Whether :func:`run_overlapped` pays for ``pending`` (the checks to compute, not cached): a device other
-    than the CPU (on the CPU the simulations take every core themselves), at least two workers (one for
-    the device, the rest for the background), and checks of both kinds."""
+    than the CPU (on the CPU the simulations take every core themselves), at least two workers (the device
+    checks here, the others' cells over the rest), and checks of both kinds."""
     kinds = {chk.on_device for chk in pending}
     return not context.device.startswith("cpu") and context.workers >= 2 and kinds == {True, False}
 
@@ -53,58 +56,83 @@ def run_overlapped(
     cache_dir: Path,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """``run_one`` of every check of ``chosen``: the device checks here, the others in a background
-    process (module docstring); the results in the order of ``chosen``."""
+    """``run_one`` of every check of ``chosen``: the device checks here, the others (registered checks: the
+    background looks them up by id) in a background process (module docstring); the results in the order
+    of ``chosen``. An error of ``progress`` on the reader thread is raised here after the device check
+    that was running."""
     free = [chk for chk in chosen if not chk.on_device]
+    registered = load_checks()
+    strays = [chk.id for chk in free if registered.get(chk.id) is not chk]
+    if strays:
+        raise ValueError(f"checks {strays} are not the registered ones (the background process runs those)")
     results: dict[str, dict[str, Any]] = {}
-    lock = threading.Lock()
+    lock, stopped = threading.Lock(), threading.Event()
+    failures: list[BaseException] = []
 
     def finished(result: dict[str, Any]) -> None:
         with lock:
-            results[result["id"]] = result
-            if progress:
-                progress(len(results), len(chosen), result)
+            if not stopped.is_set():  # after an abort the reader's late results are dropped
+                results[result["id"]] = result
+                if progress:
+                    progress(len(results), len(chosen), result)
 
-    beside = dataclasses.replace(context, workers=context.workers - 1)  # one core drives the device
-    background = _Background([chk.id for chk in free], beside, cache_dir)
-    failures: list[BaseException] = []
-
-    def read() -> None:
+    def read(background: _Background) -> None:
         try:
             for result in background.results():
                 finished(result)
-        except BaseException as exc:  # progress failed (a full disk): raised again in this thread
+        except BaseException as exc:  # progress failed (a full disk): raised in the main thread
             failures.append(exc)
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    background: _Background | None = None
+    reader: threading.Thread | None = None
     graceful = False
     try:
+        beside = dataclasses.replace(context, workers=max(1, context.workers - 1))  # the cores left
+        background = _Background([chk.id for chk in free], beside, cache_dir)
+        reader = threading.Thread(target=read, args=(background,), daemon=True)
+        reader.start()
         for chk in chosen:
             if chk.on_device:
                 finished(run_one(chk, context, cache_dir))
+                _raise_first(failures)
         reader.join()
+        _raise_first(failures)
         graceful = True
     finally:
-        background.stop(graceful)
-    if failures:
-        raise failures[0]
+        if not graceful:
+            stopped.set()
+        if background is not None:
+            background.stop(graceful)
+        if reader is not None:
+            reader.join(timeout=STOP_SECONDS)  # the pipe is closed now: it ends
     for chk in free:  # what the background never sent
         if chk.id not in results:
             finished(_lost(chk, background.exitcode))
     return [results[chk.id] for chk in chosen]
 
 
+def _raise_first(failures: list[BaseException]) -> None:
+    if failures:
+        raise failures[0]
+
+
 class _Background:
-    """The background process: runs the checks ``ids`` one after the other and puts each result on a
-    queue, then ``None``."""
+    """The background process: runs the checks ``ids`` one after the other and sends each result through
+    a pipe, then ``None``."""
 
     def __init__(self, ids: list[str], context: CheckContext, cache_dir: Path) -> None:
         spawn = multiprocessing.get_context("spawn")  # not fork: this process may hold a CUDA context
-        self._queue = spawn.Queue()
-        work = (ids, context, cache_dir, self._queue, os.getpid())
+        self._receive, send = spawn.Pipe(duplex=False)
+        work = (ids, context, cache_dir, send, os.getpid())
         self._process = spawn.Process(target=_serve, args=work, name="dfl-check background")
-        self._process.start()
+        # SIGINT blocked while it starts (the child inherits the mask): a Ctrl-C before it has left this
+        # process group stays pending there, and it drops it (_serve)
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+        send.close()  # the child's is the only write end: its death is the end of the pipe here
 
     @property
     def exitcode(self) -> int | None:
@@ -114,47 +142,39 @@ class _Background:
         """The results as they come, until the last one or the process is gone."""
         while True:
             try:
-                result = self._queue.get(timeout=POLL_SECONDS)
-            except queue.Empty:
-                if not self._process.is_alive():  # died without its last word: drain what it sent
-                    try:
-                        result = self._queue.get(timeout=POLL_SECONDS)
-                    except queue.Empty:
-                        return
-                else:
-                    continue
+                result = self._receive.recv()
+            except (EOFError, OSError):  # gone, maybe in the middle of a result
+                return
             if result is None:
                 return
             yield result
 
     def stop(self, graceful: bool) -> None:
-        """Wait for the process (a few seconds if ``graceful``: it has sent its results and is exiting),
-        then stop it and its workers (its process group) if it still runs."""
-        self._process.join(timeout=10 if graceful else 0)
-        if self._process.is_alive():
-            try:
-                os.killpg(self._process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            self._process.join(timeout=10)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
+        """Wait for the process (if ``graceful``: it has sent its results and is exiting), then kill what is
+        left of its process group (itself, and its cell workers, which outlive it when it dies: they do not
+        notice), and reap it."""
+        self._process.join(timeout=STOP_SECONDS if graceful else 0)
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)  # SIGTERM would do the same: no cleanup to wait for
+        except ProcessLookupError:  # the group is empty
+            pass
+        self._process.join()
+        self._receive.close()
 
 
-def _serve(ids: list[str], context: CheckContext, cache_dir: Path, results: Any, parent: int) -> None:
-    """The background process: its own process group (the parent stops it and its cell workers as one),
-    a watchdog that ends the group when the parent is gone, the checks in order."""
-    os.setpgrp()  # Ctrl-C at the terminal reaches the parent's group only: the parent decides
+def _serve(ids: list[str], context: CheckContext, cache_dir: Path, send: Any, parent: int) -> None:
+    """The background process: its own process group (the parent stops it and its cell workers as one; a
+    Ctrl-C at the terminal no longer reaches it), a watchdog that ends the group when the parent is gone,
+    the checks in order."""
+    os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops a Ctrl-C pending from before setpgrp
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
-    from paper_checks.registry import load_checks
-
     checks = load_checks()
     for check_id in ids:
-        results.put(run_one(checks[check_id], context, cache_dir))
-    results.put(None)
-    results.close()
-    results.join_thread()
+        send.send(run_one(checks[check_id], context, cache_dir))
+    send.send(None)
+    send.close()
 
 
 def _watch(parent: int) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paper_checks.cache import cached_result, run_one
+from paper_checks.cache import pending, run_one
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps, run_overlapped
 from paper_checks.registry import CHECKS, Check, load_checks
@@ -61,7 +61,8 @@ def run_checks(
     """Run the selected checks (all by default); their results in registry order.
 
     ``cifar_dir`` is for the CIFAR-10 checks; ``device`` (cpu, cuda, cuda:1) for every simulation;
-    ``progress(i, total, result)`` is called after each check; ``workers``: processes for the cells of
+    ``progress(i, total, result)`` is called after each check (when they overlap, on a reader thread for the
+    device-free ones, one call at a time); ``workers``: processes for the cells of
     the checks that split them (the results do not depend on it). ``overlap``: the device-free checks in
     a background process while the device checks run (:mod:`paper_checks.overlap`; by default where
     :func:`~paper_checks.overlap.overlaps` says it pays); otherwise one after the other, in order.
@@ -70,7 +71,7 @@ def run_checks(
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     if overlap is None:
-        overlap = overlaps([chk for chk in chosen if cached_result(chk, context, cache_dir) is None], context)
+        overlap = overlaps(pending(chosen, context, cache_dir), context)
     if overlap:
         return run_overlapped(chosen, context, cache_dir, progress)
     results = []
@@ -146,7 +147,8 @@ def write_report(
     """report.json (everything) and report.md (a table of verdicts, then each check's evidence), each
     written atomically; a report of some of the checks (``--only``) says so at its top. ``progress`` (i, n):
     a report written while the checks run, after the i-th of n (``figures`` False: they come at the end),
-    which says so at its top."""
+    which says so at its top. With ``figures``, ``figures/`` keeps only this report's (an earlier run's
+    figures of checks not in it, or of a figure not drawn now, would pass for this run's)."""
     from sim.loop import atomic_write
 
     atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
@@ -181,6 +183,7 @@ def write_report(
             "",
         ]
     lines += ["| id | paper | status | summary |", "|---|---|---|---|"]
+    drawn: set[str] = set()
     for r in results:
         summary = " ".join(r["summary"].replace("|", "/").split())  # one table row: no newline, no pipe
         lines.append(f"| {r['id']} | {r['ref']} | **{r['status']}** | {summary} |")
@@ -203,6 +206,7 @@ def write_report(
             pngs = []
         for png in pngs:
             lines += [f"![{png.stem}](figures/{png.name})", ""]
+            drawn.add(png.stem)
         evidence = {k: v for k, v in r["evidence"].items() if k not in ("table", "traceback", "curves")}
         if evidence:
             lines += ["```json", json.dumps(evidence, indent=1)[:4000], "```"]
@@ -214,6 +218,15 @@ def write_report(
             if len(table) > 60:
                 lines.append(f"\n({len(table) - 60} more rows in report.json)")
     atomic_write(out / "report.md", lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
+    if figures:
+        _remove_stale_figures(out / "figures", drawn)
+
+
+def _remove_stale_figures(folder: Path, drawn: set[str]) -> None:
+    """Delete the PNG / PDF files of ``folder`` whose name is not one of ``drawn`` (this report's)."""
+    for path in folder.glob("*") if folder.is_dir() else []:
+        if path.suffix in (".png", ".pdf") and path.stem not in drawn:
+            path.unlink(missing_ok=True)
 
 
 def _cell(value: Any) -> str:

@@ -195,9 +195,10 @@ def stacked_forms_benchmark(
     if dev.type == "cuda":
         forms += [("nchw", True, False), ("nchw", False, True), ("bmm", False, True)]
     out: dict[str, Any] = {}
+    from sim.setup import kept_torch_settings  # as set_precision below: sim.setup loads on use
+
     flags = torch.backends.cudnn, torch.backends.cuda.matmul
-    before = flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32
-    try:
+    with kept_torch_settings():
         for (name, module, shape), n in zip(
             (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
         ):
@@ -223,8 +224,6 @@ def stacked_forms_benchmark(
                     "relative_difference": float(f"{float((G - reference).norm() / reference.norm()):.3g}"),
                 }
             out[f"{name}_N{n}_B{batch}"] = rows | {"fastest": min(rows, key=lambda k: rows[k]["ms"])}
-    finally:
-        flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = before
     return out
 
 

@@ -19,7 +19,7 @@ from sim.distributed import run_distributed
 from sim.host import automatic_threads
 from sim.loop import COLUMNS, Single, run_loop
 from sim.run_folder import release_folders
-from sim.setup import build_trainer, prepare
+from sim.setup import build_trainer, kept_torch_settings, prepare
 
 __all__ = ["COLUMNS", "RunConfig", "automatic_threads", "run"]
 
@@ -28,14 +28,16 @@ def run(
     config: RunConfig, progress: Callable[[int, int, float | None], None] | None = None
 ) -> dict[str, Any]:
     """Run one simulation; returns the summary (also written to ``summary.json``). The run folder is
-    locked while it runs (:mod:`sim.run_folder`: a second run into it is refused)."""
+    locked while it runs (:mod:`sim.run_folder`: a second run into it is refused). torch's threads and TF32
+    flags are the caller's again afterwards (:func:`sim.setup.kept_torch_settings`)."""
     try:
-        if config.backend == "distributed":
-            return run_distributed(config)
-        config.validate()
-        if config.threads:
-            torch.set_num_threads(config.threads)
-        s = prepare(config, lock=True)
-        return run_loop(config, s, build_trainer(config, s), Single(), progress)
+        with kept_torch_settings():  # threads, TF32: as the caller had them, after the run
+            if config.backend == "distributed":
+                return run_distributed(config)
+            config.validate()
+            if config.threads:
+                torch.set_num_threads(config.threads)
+            s = prepare(config, lock=True)
+            return run_loop(config, s, build_trainer(config, s), Single(), progress)
     finally:
         release_folders([config.out])

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "build_trainer",
     "check_resumable",
     "initial_point",
+    "kept_torch_settings",
     "learning_rate",
     "mixing",
     "prepare",
@@ -189,6 +191,21 @@ def set_precision(device: torch.device | str, tf32: bool) -> None:
     if torch.device(device).type == "cuda":
         torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+@contextmanager
+def kept_torch_settings() -> Iterator[None]:
+    """On leaving the block, torch's process-wide settings that a run or a benchmark changes are as they were
+    on entering it: the intra-op threads (``RunConfig.threads``), cuDNN's autotuner and the TF32 flags
+    (:func:`set_precision`). A run called from the user's own code leaves the process as it found it."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    threads, flags = torch.get_num_threads(), (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
+    try:
+        yield
+    finally:
+        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = flags
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:

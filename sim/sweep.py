@@ -45,7 +45,7 @@ from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mix
 from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
 from sim.run_folder import release_folders
-from sim.setup import Setup, build_trainer, prepare, prepare_outs
+from sim.setup import Setup, build_trainer, kept_torch_settings, prepare, prepare_outs
 from sim.trainer import Trainer
 
 __all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
@@ -355,13 +355,15 @@ def run_sweep(
     """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
 
     Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
-    A config with ``resume`` continues from its folder's checkpoint.
+    A config with ``resume`` continues from its folder's checkpoint. torch's threads and TF32 flags are the
+    caller's again afterwards (:func:`sim.setup.kept_torch_settings`).
     """
-    engine, setups = build_engine(configs, lock=True)
-    try:
-        return _run_engine(configs, engine, setups, progress)
-    finally:
-        release_folders(c.out for c in configs)
+    with kept_torch_settings():  # threads, TF32: as the caller had them, after the sweep
+        engine, setups = build_engine(configs, lock=True)
+        try:
+            return _run_engine(configs, engine, setups, progress)
+        finally:
+            release_folders(c.out for c in configs)
 
 
 def _run_engine(

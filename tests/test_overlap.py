@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,19 +35,28 @@ def test_overlap_only_beside_a_device_with_work_of_both_kinds() -> None:
     assert not overlaps(both[:1], gpu) and not overlaps(both[1:], gpu) and not overlaps([], gpu)
 
 
+def _killer(wait_for_workers: bool, seen: list[int] | None = None) -> Check:
+    """A device check that kills the background process (SIGKILL to it alone), at once or once it has cell
+    workers; its pid goes into ``seen``."""
+
+    def kill_background(ctx: CheckContext, statement: object) -> Outcome:
+        (background,) = multiprocessing.active_children()
+        if seen is not None:
+            seen.append(background.pid)
+        if wait_for_workers:
+            assert _wait_for(lambda: len(_group(background.pid)) >= 3), "no cell workers came"
+        os.kill(background.pid, signal.SIGKILL)
+        return Outcome("holds", "killed the background")
+
+    return Check("kills", "ref", "claim", "method", kill_background, statement=1, on_device=True)
+
+
 def test_checks_the_dead_background_did_not_finish_could_not_run(tmp_path) -> None:
     """The background is killed at once (before it has imported the checks): its checks say why they
     could not run and are not cached; the device check's result stands."""
-
-    def kill_background(ctx: CheckContext, statement: object) -> Outcome:
-        for child in multiprocessing.active_children():
-            os.kill(child.pid, signal.SIGKILL)
-        return Outcome("holds", "killed the background")
-
-    device_check = Check("kills", "ref", "claim", "method", kill_background, statement=1, on_device=True)
     (tmp_path / "cache").mkdir()
     context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=2)
-    chosen = [device_check, CHECKS["zeta-values"], CHECKS["remarks-1-2"]]
+    chosen = [_killer(False), CHECKS["zeta-values"], CHECKS["remarks-1-2"]]
     results = run_overlapped(chosen, context, tmp_path / "cache")
     assert [r["id"] for r in results] == ["kills", "zeta-values", "remarks-1-2"]
     assert [r["status"] for r in results] == ["holds", "could not run", "could not run"]
@@ -54,17 +64,49 @@ def test_checks_the_dead_background_did_not_finish_could_not_run(tmp_path) -> No
     assert sorted(f.name for f in (tmp_path / "cache").iterdir()) == ["kills-quick.json"]
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
+def test_a_background_killed_amid_its_cells_leaves_no_worker(tmp_path) -> None:
+    """Killed while its cell workers compute, the background leaves them orphaned (they never notice); the
+    main process ends its group once it sees the pipe close."""
+    (tmp_path / "cache").mkdir()
+    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=3)
+    background: list[int] = []
+    killer = _killer(True, background)
+    results = run_overlapped([killer, CHECKS["repair-nonquadratic"]], context, tmp_path / "cache")
+    assert [r["status"] for r in results] == ["holds", "could not run"]
+    assert _wait_for(lambda: not _group(background[0]), seconds=5)  # SIGKILL'ed: a moment to die
+
+
+def test_one_worker_still_gives_the_background_one(tmp_path) -> None:
+    """overlap asked for with --jobs 1: the background's checks that split cells get one process, not 0."""
+    (tmp_path / "cache").mkdir()
+    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=1)
+    stub = Check(
+        "stub", "ref", "claim", "method", lambda c, s: Outcome("holds", "s"), statement=1, on_device=True
+    )
+    results = run_overlapped([stub, CHECKS["prop1-non-iid"]], context, tmp_path / "cache")
+    assert [r["status"] for r in results] == ["holds", "holds"], results[1]["summary"]
+
+
+def test_a_device_free_check_must_be_the_registered_one(tmp_path) -> None:
+    stray = Check("zeta-values", "ref", "claim", "method", lambda c, s: Outcome("holds", "s"), statement=1)
+    with pytest.raises(ValueError, match=r"\['zeta-values'\] are not the registered ones"):
+        run_overlapped([stray], CheckContext(device="cuda:99", workers=2), tmp_path)
+
+
 CHILD = """
 import os, signal, sys, threading, time, multiprocessing
 from pathlib import Path
 from paper_checks.cli import _interrupt_on_sigterm
 from paper_checks.report import run_checks
-sys.path.insert(0, sys.argv[4])
-from test_overlap import _group
+sys.path.insert(0, sys.argv[3])
+from test_overlap import _group, _wait_for
 
 def stop_soon():
-    time.sleep(float(sys.argv[3]))
+    while not multiprocessing.active_children():
+        time.sleep(0.1)
     (background,) = multiprocessing.active_children()
+    _wait_for(lambda: len(_group(background.pid)) >= 3)
     print(background.pid, len(_group(background.pid)), flush=True)
     os.kill(os.getpid(), getattr(signal, sys.argv[2]))
 
@@ -87,15 +129,12 @@ def test_a_stopped_or_killed_dfl_check_leaves_no_background_process(tmp_path, si
     process group, its cell workers included; SIGKILL gives it no chance, and the background's watchdog
     ends the group itself."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-c", CHILD, str(tmp_path), signal_name, "8", str(ROOT / "tests")]
+    argv = [sys.executable, "-c", CHILD, str(tmp_path), signal_name, str(ROOT / "tests")]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == (130 if signal_name == "SIGTERM" else -9), done.stderr[-2000:]
     background, members = map(int, done.stdout.split()[:2])
     assert members >= 3, "the background had no cell workers when stopped: it was not what this tests"
-    deadline = time.monotonic() + 10
-    while _group(background) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _group(background)
+    assert _wait_for(lambda: not _group(background), seconds=10)
     assert not (tmp_path / "cache" / "repair-nonquadratic-quick.json").exists()
 
 
@@ -111,3 +150,13 @@ def _group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 alive.append(int(entry.name))
     return alive
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 120.0) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` have passed; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

@@ -228,6 +228,23 @@ def test_a_figure_that_fails_does_not_lose_the_report(tmp_path, monkeypatch) -> 
     assert "(figure not drawn: TypeError: 'value' must be" in text and "| a |" in text
 
 
+def test_figures_holds_only_the_reports_own(tmp_path) -> None:
+    """A report of other checks (--only) leaves no figure of an earlier run behind, where it would pass for
+    this run's; a user's other files stay; a report in progress (no figures yet) deletes nothing."""
+    from paper_checks.report import write_report
+
+    variance = {"id": "fig3-variance", "ref": "Fig. 3", "claim": "c", "method": "m", "status": "holds",
+                "summary": "s", "evidence": {"variance": [{"variance": 1.0}, {"variance": 0.5}]}}  # fmt: skip
+    write_report([variance], tmp_path, quick=True)
+    assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["fig3.pdf", "fig3.png"]
+    (tmp_path / "figures" / "notes.txt").write_text("mine")
+    other = {**variance, "id": "zeta-values", "evidence": {}}
+    write_report([other], tmp_path, quick=True, figures=False, progress=(1, 2))
+    assert (tmp_path / "figures" / "fig3.png").is_file()
+    write_report([other], tmp_path, quick=True)
+    assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["notes.txt"]
+
+
 def test_the_cache_survives_a_bad_file_and_another_spelling_of_out(tmp_path, capsys, monkeypatch) -> None:
     """An empty or malformed cache file is no cache (it crashed dfl-check with a JSONDecodeError); --out q
     and --out /abs/q are one folder with one cache (the relative spelling re-ran every check)."""

@@ -335,3 +335,27 @@ def test_set_precision_sets_the_cuda_flags_and_leaves_the_cpu_alone() -> None:
         assert not cudnn.allow_tf32 and not matmul.allow_tf32
     finally:
         cudnn.allow_tf32, matmul.allow_tf32 = before
+
+
+def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None:
+    """RunConfig.threads and set_precision change process-wide torch settings; a run or a sweep called from
+    the user's own code gives them back on return and on an error (sim.setup.kept_torch_settings)."""
+    from sim.setup import kept_torch_settings, set_precision
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    with kept_torch_settings():  # this test's own changes, undone for the tests after it
+        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = True, True, False
+        mine = torch.get_num_threads()
+        with pytest.raises(RuntimeError, match="inside"), kept_torch_settings():
+            torch.set_num_threads(mine + 1)
+            set_precision("cuda", tf32=False)
+            cudnn.benchmark = False
+            raise RuntimeError("inside")
+        assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
+        assert torch.get_num_threads() == mine
+        base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 4, "steps": 3, "threads": mine + 1}
+        run(RunConfig(**base, out=str(tiny.parent / "one")))
+        assert torch.get_num_threads() == mine
+        run_sweep([RunConfig(**base, seed=s, out=str(tiny.parent / f"s{s}")) for s in (0, 1)])
+        assert torch.get_num_threads() == mine
+        assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
