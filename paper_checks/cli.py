@@ -150,7 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with bar, _interrupt_on_sigterm():
         try:
             results = run_checks(
-                args.only, quick, out, args.cifar_dir, args.device, progress=done, workers=args.jobs
+                args.only,
+                quick,
+                out,
+                args.cifar_dir,
+                args.device,
+                progress=done,
+                workers=args.jobs,
+                say=lambda line: bar.write(f"dfl-check: {line}", file=sys.stderr),
             )
         except KeyboardInterrupt:
             bar.write(f"dfl-check: interrupted; the checks that finished are in {out / 'report.md'} and "

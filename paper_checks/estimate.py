@@ -11,7 +11,8 @@ Two parts:
   step). A run costs its local node-steps, its logged rows (the average model on the training and test
   samples, up to 4 nodes and one gradient: about 9 forward passes of ``eval_samples``) and its final
   evaluation (the training sample and the whole test set); the fixed cost is paid once per step of the
-  sweep that runs a check's runs together (:func:`sweep_seconds`), once per step of each run alone
+  sweep that runs a check's runs together (:func:`sweep_seconds`; beside a GPU, of the sweep per data set
+  that runs all the checks' runs first, :mod:`paper_checks.presweep`), once per step of each run alone
   (:func:`run_seconds`);
 * every other check: the seconds it took the last time it ran in this mode in this output folder
   (its cache file; 0 when its cached verdict is still valid), or "never timed here".
@@ -41,6 +42,7 @@ import torch
 from paper_checks.cache import cache_path, pending, read_cache
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps
+from paper_checks.presweep import planned_by_run, presweeps
 from paper_checks.registry import Check
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
@@ -239,6 +241,13 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
             out.per_check[chk.id] = seconds
         else:
             out.per_check[chk.id] = float(last["seconds"]) if last and "seconds" in last else None
+    if presweeps(context) and out.simulation_seconds > 0:  # beside a GPU: one sweep per data set for all
+        planned = planned_by_run([chk for chk in to_run if chk.id in out.simulating], context)
+        groups = sweep_groups([c for _, c in planned.values()])
+        joint = sum(sweep_seconds(g, _calibration(out, g[0])) for g in groups)
+        for check_id in out.simulating:  # each check's share of it, for the progress bar
+            out.per_check[check_id] = (out.per_check[check_id] or 0.0) * joint / out.simulation_seconds
+        out.simulation_seconds, out.runs = joint, len(planned)
     return out
 
 

@@ -55,11 +55,13 @@ def run_overlapped(
     context: CheckContext,
     cache_dir: Path,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    first: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """``run_one`` of every check of ``chosen``: the device checks here, the others (registered checks: the
     background looks them up by id) in a background process (module docstring); the results in the order
-    of ``chosen``. An error of ``progress`` on the reader thread is raised here after the device check
-    that was running."""
+    of ``chosen``. ``first`` runs here before the device checks, while the background works (the
+    simulations as joint sweeps: :mod:`paper_checks.presweep`). An error of ``progress`` on the reader
+    thread is raised here after the device check that was running."""
     free = [chk for chk in chosen if not chk.on_device]
     registered = load_checks()
     strays = [chk.id for chk in free if registered.get(chk.id) is not chk]
@@ -91,6 +93,9 @@ def run_overlapped(
         background = _Background([chk.id for chk in free], beside, cache_dir)
         reader = threading.Thread(target=read, args=(background,), daemon=True)
         reader.start()
+        if first is not None:
+            first()
+            _raise_first(failures)
         for chk in chosen:
             if chk.on_device:
                 finished(run_one(chk, context, cache_dir))

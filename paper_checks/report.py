@@ -11,6 +11,7 @@ from typing import Any
 from paper_checks.cache import pending, run_one
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps, run_overlapped
+from paper_checks.presweep import presweep, presweeps
 from paper_checks.registry import CHECKS, Check, load_checks
 
 __all__ = ["run_checks", "select", "write_report"]
@@ -57,6 +58,7 @@ def run_checks(
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     workers: int = 1,
     overlap: bool | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the selected checks (all by default); their results in registry order.
 
@@ -65,15 +67,21 @@ def run_checks(
     device-free ones, one call at a time); ``workers``: processes for the cells of
     the checks that split them (the results do not depend on it). ``overlap``: the device-free checks in
     a background process while the device checks run (:mod:`paper_checks.overlap`; by default where
-    :func:`~paper_checks.overlap.overlaps` says it pays); otherwise one after the other, in order.
+    :func:`~paper_checks.overlap.overlaps` says it pays); otherwise one after the other, in order. Beside a
+    GPU the simulations of the checks go first, as one sweep per data set (:mod:`paper_checks.presweep`),
+    each sweep's outcome a line to ``say``.
     """
     chosen, context = select(ids, quick, out, cifar_dir, device, workers)
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
+    to_run = pending(chosen, context, cache_dir)
+    simulate_first = (lambda: presweep(to_run, context, say)) if presweeps(context) else None
     if overlap is None:
-        overlap = overlaps(pending(chosen, context, cache_dir), context)
+        overlap = overlaps(to_run, context)
     if overlap:
-        return run_overlapped(chosen, context, cache_dir, progress)
+        return run_overlapped(chosen, context, cache_dir, progress, simulate_first)
+    if simulate_first:
+        simulate_first()
     results = []
     for i, chk in enumerate(chosen, 1):
         results.append(run_one(chk, context, cache_dir))

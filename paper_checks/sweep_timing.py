@@ -27,6 +27,7 @@ from typing import Any
 from bounds import InputError
 from paper_checks.context import CheckContext
 from paper_checks.estimate import Calibration, calibrate, run_seconds
+from paper_checks.presweep import planned_by_run
 from paper_checks.registry import Check
 from sim.config import RunConfig
 from sim.runner import run
@@ -59,16 +60,12 @@ def time_sweep(
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise InputError(f"--sample-every {every!r} must be an integer >= 1 (every k-th run is timed alone)")
-    planned = {chk.id: chk.planned(context) for chk in checks if chk.planned is not None}
-    if not any(planned.values()):
+    first_check = planned_by_run(checks, context)  # a run two checks share runs once, with the first
+    if not first_check:
         raise InputError(
             "no simulations to time: the selected checks have none, or all their runs are cached "
             "(use an --out folder without them)"
         )
-    first_check: dict[str, tuple[str, RunConfig]] = {}  # a run two checks share (one configuration in two
-    for check_id, configs in planned.items():  # figures) runs once, counted with the first
-        for c in configs:
-            first_check.setdefault(c.out, (check_id, c))
     per_data: dict[str, dict[str, Any]] = {}
     totals = [0.0, 0.0]  # sweep, one by one (unrounded)
     tell = say or (lambda line: None)

@@ -166,3 +166,36 @@ def test_beside_a_gpu_the_estimate_is_the_longer_part(tmp_path) -> None:
         assert not got.overlap and got.wall == got.seconds == 180.0
     (cache / "pep-quick.json").write_text(json.dumps({"seconds": 500.0, "fingerprint": "old"}))
     assert estimate([sims, theory, pep], ctx, cache).wall == 530.0
+
+
+def test_beside_a_gpu_the_simulations_are_estimated_as_one_sweep_per_data_set(
+    tiny, tmp_path, monkeypatch
+) -> None:
+    """paper_checks.presweep runs every check's runs first, one sweep per data set: a step's fixed cost is
+    paid for the longest run of all, not per check; each check keeps its share (the progress bar's weight)."""
+    import dataclasses
+
+    import paper_checks.estimate as est
+    from paper_checks.estimate import sweep_seconds
+
+    cal = Calibration(node_step=0.02, sample=1e-5, test_size=60, step=0.5)
+    monkeypatch.setattr(est, "calibrate", lambda config: cal)
+    cpu = CheckContext(quick=True, runs=tmp_path / "runs")
+    gpu = dataclasses.replace(cpu, device="cuda:7")
+    base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 6}
+    first = [RunConfig(**base, steps=40, seed=s, out=str(tmp_path / f"a{s}")) for s in (0, 1)]
+    second = [RunConfig(**base, steps=30, seed=s, out=str(tmp_path / f"b{s}")) for s in (0, 1)]
+    shared = RunConfig(**base, steps=10, seed=9, out=str(tmp_path / "shared"))  # planned by both: runs once
+    checks = [dataclasses.replace(_check(i, [*runs, shared]), on_device=True)
+              for i, runs in (("a", first), ("b", second))]  # fmt: skip
+    alone, joint = estimate(checks, cpu, tmp_path), estimate(checks, gpu, tmp_path)
+    own = sweep_seconds([*first, shared], cal) + sweep_seconds([*second, shared], cal)
+    assert alone.simulation_seconds == pytest.approx(own) and alone.runs == 6
+    together = sweep_seconds([*first, shared, *second], cal)
+    assert joint.simulation_seconds == pytest.approx(together) and joint.runs == 5
+    shared_alone = run_seconds(shared, cal) - 10 * 0.5  # its work without its steps' fixed cost
+    assert together == pytest.approx(own - 30 * 0.5 - shared_alone)  # b's steps, and shared once, are saved
+    assert sum(joint.per_check.values()) == pytest.approx(together)
+    assert joint.per_check["a"] / joint.per_check["b"] == pytest.approx(
+        alone.per_check["a"] / alone.per_check["b"]
+    )

@@ -33,7 +33,12 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     calls = []
     record = lambda i, n, r: calls.append((i, n, r["id"], threading.current_thread()))  # noqa: E731
     chosen = [*(i for i in THEORY if not CHECKS[i].on_device), "fig8-zeta"]
-    overlapped = run_checks(chosen, True, tmp_path, None, "cuda:99", progress=record, workers=2)
+    said: list[str] = []
+    overlapped = run_checks(
+        chosen, True, tmp_path, None, "cuda:99", progress=record, workers=2, say=said.append
+    )
+    (line,) = said  # the joint sweep of the simulations (paper_checks.presweep) came first, and failed
+    assert line.startswith("the sweep of 8 runs (fig8-zeta) failed: InputError: device = 'cuda:99'")
     assert [r["id"] for r in overlapped] == [i for i in CHECKS if i in chosen]  # registry order
     assert [(i, n) for i, n, _, _ in calls] == [(i, len(chosen)) for i in range(1, len(chosen) + 1)]
     assert {r["id"] for r in overlapped if r["status"] == "could not run"} == {"fig8-zeta"}
