@@ -223,6 +223,7 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
     to_run = pending(checks, context, cache_dir)
     out.overlap = overlaps(to_run, context)
     computed = {chk.id for chk in to_run}
+    counted: set[str] = set()  # run folders: a run two checks plan runs once, with the first
     for chk in checks:
         if chk.id not in computed:
             out.per_check[chk.id] = 0.0  # its verdict is cached
@@ -230,11 +231,12 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
         last = read_cache(cache_path(cache_dir, chk.id, context.quick))
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
             try:  # free)
-                planned = chk.planned(context)
+                planned = [c for c in chk.planned(context) if c.out not in counted]
                 seconds = sum(sweep_seconds(g, _calibration(out, g[0])) for g in sweep_groups(planned))
             except Exception:  # the check itself will say why it cannot run (no data, no GPU)
                 out.per_check[chk.id] = None
                 continue
+            counted |= {c.out for c in planned}
             out.runs += len(planned)
             out.simulating.append(chk.id)
             out.simulation_seconds += seconds

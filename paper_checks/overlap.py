@@ -38,6 +38,8 @@ from paper_checks.registry import Check, Outcome, load_checks
 
 __all__ = ["overlaps", "run_overlapped"]
 
+STOPPING = {signal.SIGINT, signal.SIGTERM}
+"""The signals that stop ``dfl-check`` (Ctrl-C; SIGTERM as ``timeout`` sends it, turned into Ctrl-C)."""
 STOP_SECONDS = 10.0
 """How long the background process may take to exit after its last result (and the reader thread to end)."""
 
@@ -91,6 +93,7 @@ def run_overlapped(
     try:
         beside = dataclasses.replace(context, workers=max(1, context.workers - 1))  # the cores left
         background = _Background([chk.id for chk in free], beside, cache_dir)
+        background.start()
         reader = threading.Thread(target=read, args=(background,), daemon=True)
         reader.start()
         if first is not None:
@@ -109,7 +112,9 @@ def run_overlapped(
         if background is not None:
             background.stop(graceful)
         if reader is not None:
-            reader.join(timeout=STOP_SECONDS)  # the pipe is closed now: it ends
+            reader.join(timeout=STOP_SECONDS)  # the pipe's write end is gone now: it ends
+        if background is not None:
+            background.close()
     for chk in free:  # what the background never sent
         if chk.id not in results:
             finished(_lost(chk, background.exitcode))
@@ -123,48 +128,65 @@ def _raise_first(failures: list[BaseException]) -> None:
 
 class _Background:
     """The background process: runs the checks ``ids`` one after the other and sends each result through
-    a pipe, then ``None``."""
+    a pipe, then ``None``. Made, then :meth:`start`-ed: an interruption while it starts still finds it to
+    :meth:`stop`."""
 
     def __init__(self, ids: list[str], context: CheckContext, cache_dir: Path) -> None:
         spawn = multiprocessing.get_context("spawn")  # not fork: this process may hold a CUDA context
-        self._receive, send = spawn.Pipe(duplex=False)
-        work = (ids, context, cache_dir, send, os.getpid())
+        self._receive, self._send = spawn.Pipe(duplex=False)
+        work = (ids, context, cache_dir, self._send, os.getpid())
         self._process = spawn.Process(target=_serve, args=work, name="dfl-check background")
-        # SIGINT blocked while it starts (the child inherits the mask): a Ctrl-C before it has left this
-        # process group stays pending there, and it drops it (_serve)
-        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def start(self) -> None:
+        """Start it with SIGINT and SIGTERM blocked (the child inherits the mask: a signal before it has left
+        this process group stays pending there, and it drops a SIGINT, :func:`_serve`). A signal that came
+        meanwhile is raised here on unblocking, once the process exists, for the caller's :meth:`stop`."""
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
         try:
             self._process.start()
+            self._send.close()  # the child's is the only write end now: its death ends the pipe here
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
-        send.close()  # the child's is the only write end: its death is the end of the pipe here
 
     @property
     def exitcode(self) -> int | None:
         return self._process.exitcode
 
     def results(self) -> Iterator[dict[str, Any]]:
-        """The results as they come, until the last one or the process is gone."""
+        """The results as they come, until the last one or the process is gone; then, if it died, its
+        cell workers are killed at once (they do not notice, and would compute on)."""
         while True:
             try:
                 result = self._receive.recv()
             except (EOFError, OSError):  # gone, maybe in the middle of a result
+                self._kill_group()
                 return
             if result is None:
                 return
             yield result
 
     def stop(self, graceful: bool) -> None:
-        """Wait for the process (if ``graceful``: it has sent its results and is exiting), then kill what is
-        left of its process group (itself, and its cell workers, which outlive it when it dies: they do not
-        notice), and reap it."""
+        """Wait for the process (if ``graceful``: it has sent its results and is exiting), then kill it and
+        what is left of its process group (its cell workers), and reap it. Nothing to do if it never
+        started."""
+        if self._process.pid is None:
+            return
         self._process.join(timeout=STOP_SECONDS if graceful else 0)
+        self._kill_group()
+        if self._process.is_alive():  # still starting: no group of its own yet
+            self._process.kill()
+        self._process.join()
+
+    def close(self) -> None:
+        """Close the pipe's ends held here (once nothing reads it)."""
+        self._receive.close()
+        self._send.close()
+
+    def _kill_group(self) -> None:
         try:
             os.killpg(self._process.pid, signal.SIGKILL)  # SIGTERM would do the same: no cleanup to wait for
-        except ProcessLookupError:  # the group is empty
+        except ProcessLookupError:  # the group is empty, or not made yet
             pass
-        self._process.join()
-        self._receive.close()
 
 
 def _serve(ids: list[str], context: CheckContext, cache_dir: Path, send: Any, parent: int) -> None:

@@ -31,17 +31,21 @@ def presweeps(context: CheckContext) -> bool:
     return not context.device.startswith("cpu")
 
 
-def planned_by_run(checks: list[Check], context: CheckContext) -> dict[str, tuple[str, RunConfig]]:
+def planned_by_run(
+    checks: list[Check], context: CheckContext, say: Callable[[str], None] | None = None
+) -> dict[str, tuple[str, RunConfig]]:
     """Each simulation the checks will run (their ``planned`` runs not cached yet), by run folder, with the
     first check that plans it (a run two checks share runs once). A check whose plan cannot be made (no
-    data, no such device) is left out: it says why when it runs."""
+    data, a bug) is left out, said to ``say``; the check itself reports the error when it runs."""
     first: dict[str, tuple[str, RunConfig]] = {}
     for chk in checks:
         if chk.planned is None:
             continue
         try:
             configs = chk.planned(context)
-        except Exception:  # the check itself will report it
+        except Exception as exc:
+            if say:
+                say(f"{chk.id}: its runs could not be planned ({type(exc).__name__}: {exc}); left to it")
             continue
         for c in configs:
             first.setdefault(c.out, (chk.id, c))
@@ -52,7 +56,7 @@ def presweep(checks: list[Check], context: CheckContext, say: Callable[[str], No
     """Run the simulations of ``checks`` as one sweep per data set (module docstring). A sweep that fails
     is told to ``say`` and left to its checks, which run their own runs again and report the error."""
     tell = say or (lambda line: None)
-    planned = planned_by_run(checks, context)
+    planned = planned_by_run(checks, context, tell)
     for group in sweep_groups([c for _, c in planned.values()]):
         checks_in = sorted({planned[c.out][0] for c in group})
         start = time.perf_counter()

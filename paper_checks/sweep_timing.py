@@ -60,7 +60,7 @@ def time_sweep(
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise InputError(f"--sample-every {every!r} must be an integer >= 1 (every k-th run is timed alone)")
-    first_check = planned_by_run(checks, context)  # a run two checks share runs once, with the first
+    first_check = planned_by_run(checks, context, say)  # a run two checks share runs once, with the first
     if not first_check:
         raise InputError(
             "no simulations to time: the selected checks have none, or all their runs are cached "

@@ -160,3 +160,38 @@ def _wait_for(condition: Callable[[], bool], seconds: float = 120.0) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def test_stopped_before_the_background_has_its_own_group_it_is_still_killed(tmp_path) -> None:
+    """Ctrl-C in the first moment (here: in ``first``, at once), before the background has called setpgrp:
+    it is killed itself, not waited for (it would run every device-free check), and nothing is cached."""
+    (tmp_path / "cache").mkdir()
+    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=2)
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_overlapped([_killer(False), CHECKS["zeta-values"]], context, tmp_path / "cache", first=interrupt)
+    assert time.monotonic() - start < 5 and not multiprocessing.active_children()
+    assert not list((tmp_path / "cache").iterdir())
+
+
+def test_a_signal_while_the_background_starts_still_stops_it(tmp_path, monkeypatch) -> None:
+    """A SIGINT that comes while the background starts (blocked then, raised on unblocking) finds it to
+    stop: no process is left for multiprocessing's exit handler to wait on."""
+    import paper_checks.overlap as overlap
+
+    real = multiprocessing.context.SpawnProcess.start
+
+    def start_then_interrupt(self: multiprocessing.Process) -> None:
+        real(self)
+        os.kill(os.getpid(), signal.SIGINT)  # pending: SIGINT is blocked while the background starts
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_then_interrupt)
+    (tmp_path / "cache").mkdir()
+    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        overlap.run_overlapped([_killer(False), CHECKS["zeta-values"]], context, tmp_path / "cache")
+    assert not multiprocessing.active_children()
