@@ -135,6 +135,31 @@ def test_the_non_iid_cnn_check_runs_on_cuda(tmp_path, monkeypatch) -> None:
     assert outcome.status in ("holds", "violated", "inconclusive") and len(outcome.evidence["table"]) == 16
 
 
+def test_dfl_check_on_cuda_sweeps_the_figures_first_and_overlaps_the_rest(tmp_path, monkeypatch) -> None:
+    """run_checks on the device as dfl-check --device cuda runs: Figs. 7 and 9 on tiny settings as one
+    sweep first (paper_checks.presweep, one line said), zeta-values in the background process beside them
+    (paper_checks.overlap); every verdict given, none 'could not run'."""
+    import threading
+
+    from paper_checks import experiments
+    from paper_checks.report import run_checks
+
+    monkeypatch.setattr(experiments, "_settings", lambda quick: {"eta": 0.05, "seeds": [0], "local_steps": 4,
+                                                                 "eval_samples": 30})  # fmt: skip
+    said: list[str] = []
+    threads: dict[str, threading.Thread] = {}
+    record = lambda i, n, r: threads.setdefault(r["id"], threading.current_thread())  # noqa: E731
+    ids = ["fig7-tau1", "fig9-cdfl", "zeta-values"]
+    results = run_checks(ids, True, tmp_path, None, "cuda", record, workers=2, say=said.append)
+    assert [r["status"] != "could not run" for r in results] == [True] * 3, [r["summary"] for r in results]
+    (line,) = said
+    assert line.startswith("8 runs of fig7-tau1, fig9-cdfl as one sweep")
+    assert (
+        threads["zeta-values"] is not threading.main_thread()
+        and threads["fig7-tau1"] is threading.main_thread()
+    )
+
+
 FORMS = [  # (topology, N, what choose_mixing takes on a GPU)
     ("ring", 50, "dense"), ("ring", 240, "sparse"), ("torus", 400, "sparse"), ("complete", 300, "average"),
     ("exponential", 256, "sparse"),
