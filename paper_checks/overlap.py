@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -136,17 +138,36 @@ class _Background:
         self._receive, self._send = spawn.Pipe(duplex=False)
         work = (ids, context, cache_dir, self._send, os.getpid())
         self._process = spawn.Process(target=_serve, args=work, name="dfl-check background")
+        self._lock = threading.Lock()  # the reader's kill of the group against stop()'s reaping
+        self._reaped = False
 
     def start(self) -> None:
-        """Start it with SIGINT and SIGTERM blocked (the child inherits the mask: a signal before it has left
-        this process group stays pending there, and it drops a SIGINT, :func:`_serve`). A signal that came
-        meanwhile is raised here on unblocking, once the process exists, for the caller's :meth:`stop`."""
-        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+        """Start it with SIGINT and SIGTERM held back, and raise one that came meanwhile once the process
+        exists (for the caller's :meth:`stop`).
+
+        Held back twice: blocked in this thread, so that the child inherits the mask (a signal sent to this
+        process group before the child has left it stays pending there; it drops a SIGINT, :func:`_serve`),
+        and, in the main thread, Python's handlers deferred (the kernel may deliver the signal to another
+        thread, whose C handler has Python raise it here anyway). The resource tracker, which multiprocessing
+        starts on the first spawn, is started before: its start unblocks both signals in the calling thread.
+        """
+        resource_tracker.ensure_running()
+        came: list[int] = []
+        handlers: dict[int, Any] = {}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # read only: a raise below leaves it as it was
         try:
+            if threading.current_thread() is threading.main_thread():  # where Python's handlers run
+                for sig in STOPPING:
+                    handlers[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
             self._process.start()
             self._send.close()  # the child's is the only write end now: its death ends the pipe here
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+        if came:
+            signal.raise_signal(came[0])  # the caller's handler (Ctrl-C: KeyboardInterrupt), now
 
     @property
     def exitcode(self) -> int | None:
@@ -159,7 +180,9 @@ class _Background:
             try:
                 result = self._receive.recv()
             except (EOFError, OSError):  # gone, maybe in the middle of a result
-                self._kill_group()
+                with self._lock:
+                    if not self._reaped:  # its pid cannot have gone to another process yet
+                        self._kill_group()
                 return
             if result is None:
                 return
@@ -168,14 +191,16 @@ class _Background:
     def stop(self, graceful: bool) -> None:
         """Wait for the process (if ``graceful``: it has sent its results and is exiting), then kill it and
         what is left of its process group (its cell workers), and reap it. Nothing to do if it never
-        started."""
+        started. Killed before it is reaped: its pid, the group's id, is not free to be reused meanwhile."""
         if self._process.pid is None:
             return
-        self._process.join(timeout=STOP_SECONDS if graceful else 0)
-        self._kill_group()
-        if self._process.is_alive():  # still starting: no group of its own yet
-            self._process.kill()
-        self._process.join()
+        if graceful:
+            multiprocessing.connection.wait([self._process.sentinel], STOP_SECONDS)  # waits, does not reap
+        with self._lock:
+            self._process.kill()  # also when it is still starting: no group of its own yet
+            self._kill_group()
+            self._process.join()
+            self._reaped = True
 
     def close(self) -> None:
         """Close the pipe's ends held here (once nothing reads it)."""
@@ -195,7 +220,7 @@ def _serve(ids: list[str], context: CheckContext, cache_dir: Path, send: Any, pa
     the checks in order."""
     os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops a Ctrl-C pending from before setpgrp
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     checks = load_checks()
     for check_id in ids:

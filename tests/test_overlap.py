@@ -152,6 +152,14 @@ def _group(pgid: int) -> list[int]:
     return alive
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _wait_for(condition: Callable[[], bool], seconds: float = 120.0) -> bool:
     """Poll ``condition`` until it holds or ``seconds`` have passed; whether it held."""
     deadline = time.monotonic() + seconds
@@ -178,20 +186,42 @@ def test_stopped_before_the_background_has_its_own_group_it_is_still_killed(tmp_
     assert not list((tmp_path / "cache").iterdir())
 
 
-def test_a_signal_while_the_background_starts_still_stops_it(tmp_path, monkeypatch) -> None:
-    """A SIGINT that comes while the background starts (blocked then, raised on unblocking) finds it to
-    stop: no process is left for multiprocessing's exit handler to wait on."""
-    import paper_checks.overlap as overlap
+STARTING = """
+import multiprocessing.popen_spawn_posix as spawn, os, signal, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_overlap import CHECKS, _alive, _killer
+from paper_checks.context import CheckContext
+from paper_checks.overlap import run_overlapped
 
-    real = multiprocessing.context.SpawnProcess.start
+if __name__ == "__main__":
+    real, launched = spawn.Popen._launch, []
 
-    def start_then_interrupt(self: multiprocessing.Process) -> None:
-        real(self)
-        os.kill(os.getpid(), signal.SIGINT)  # pending: SIGINT is blocked while the background starts
+    def launch_then_interrupt(self, process_obj):  # the child has its work; the Process object no pid yet
+        real(self, process_obj)
+        launched.append(self.pid)
+        os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_then_interrupt)
-    (tmp_path / "cache").mkdir()
-    context = CheckContext(runs=tmp_path / "runs", device="cuda:99", workers=2)
-    with pytest.raises(KeyboardInterrupt):
-        overlap.run_overlapped([_killer(False), CHECKS["zeta-values"]], context, tmp_path / "cache")
-    assert not multiprocessing.active_children()
+    spawn.Popen._launch = launch_then_interrupt
+    tmp = Path(sys.argv[1])
+    (tmp / "cache").mkdir()
+    context = CheckContext(runs=tmp / "runs", device="cuda:99", workers=2)
+    try:
+        run_overlapped([_killer(False), CHECKS["zeta-values"]], context, tmp / "cache")
+    except KeyboardInterrupt:
+        background = launched[-1]  # the resource tracker came first
+        time.sleep(1)
+        state = "alive" if _alive(background) else "gone"
+        print("interrupted", state, sorted(p.name for p in (tmp / "cache").iterdir()))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_a_ctrl_c_while_the_background_starts_still_stops_it(tmp_path) -> None:
+    """A Ctrl-C just after the child is launched, before multiprocessing knows its pid, in a fresh process
+    (as dfl-check: the resource tracker starts with the background, and its start unblocks signals): it is
+    raised once the process can be stopped, and the background is gone a second later, its check not run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", STARTING, str(tmp_path), str(ROOT / "tests")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.strip() == "interrupted gone []", done.stdout + done.stderr[-2000:]
