@@ -282,13 +282,16 @@ def _by_batch_width(lanes: Sequence[Lane], samples_per_call: int) -> list[list[L
     batches apart from mini-batches of the same width), each group cut so that one gradient call sees at
     most ``samples_per_call`` samples (at least one lane)."""
     groups: dict[tuple[int, bool], list[list[Lane]]] = {}
+    rows: dict[tuple[int, bool], int] = {}  # the rows of each width's last chunk
     for lane in lanes:
         width = (lane.sampler.width, lane.sampler.batch_size == 0)
         chunks = groups.setdefault(width, [[]])
-        rows = sum(other.nodes for other in chunks[-1])
-        if chunks[-1] and (rows + lane.nodes) * width[0] > samples_per_call:
+        nodes = lane.nodes
+        if chunks[-1] and (rows[width] + nodes) * width[0] > samples_per_call:
             chunks.append([])
+            rows[width] = 0
         chunks[-1].append(lane)
+        rows[width] = rows.get(width, 0) + nodes
     return [chunk for chunks in groups.values() for chunk in chunks]
 
 

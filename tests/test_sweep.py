@@ -359,3 +359,33 @@ def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None
         run_sweep([RunConfig(**base, seed=s, out=str(tiny.parent / f"s{s}")) for s in (0, 1)])
         assert torch.get_num_threads() == mine
         assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
+
+
+def test_lanes_are_cut_greedily_by_width_and_samples_per_call() -> None:
+    """sim.sweep._by_batch_width against its definition, on random lanes: lanes of one width (full batches
+    apart) in order, a chunk closed when the next lane would take it past samples_per_call (a lane alone may
+    exceed it)."""
+    from types import SimpleNamespace
+
+    from sim.sweep import _by_batch_width
+
+    def reference(lanes, limit):
+        groups = {}
+        for lane in lanes:
+            key = (lane.sampler.width, lane.sampler.batch_size == 0)
+            chunks = groups.setdefault(key, [[]])
+            if chunks[-1] and (sum(o.nodes for o in chunks[-1]) + lane.nodes) * key[0] > limit:
+                chunks.append([])
+            chunks[-1].append(lane)
+        return [chunk for chunks in groups.values() for chunk in chunks]
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        lanes = []
+        for _ in range(rng.integers(1, 40)):
+            width = int(rng.choice([8, 32, 100]))
+            full = bool(rng.random() < 0.2)
+            sampler = SimpleNamespace(width=width, batch_size=0 if full else width)
+            lanes.append(SimpleNamespace(sampler=sampler, nodes=int(rng.integers(1, 30))))
+        limit = int(rng.choice([50, 640, 8192]))
+        assert _by_batch_width(lanes, limit) == reference(lanes, limit)
