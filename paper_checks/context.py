@@ -25,3 +25,10 @@ class CheckContext:
     device: str = "cpu"
     cifar_dir: str | None = None
     workers: int = field(default=1, repr=False, compare=False)
+
+    @property
+    def beside_device(self) -> bool:
+        """Whether the simulations run on a device other than the CPU (a GPU): then the device-free checks
+        overlap the device's (:mod:`paper_checks.overlap`) and the simulations go first
+        (:mod:`paper_checks.presweep`)."""
+        return not self.device.startswith("cpu")

@@ -42,7 +42,7 @@ import torch
 from paper_checks.cache import cache_path, pending, read_cache
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps
-from paper_checks.presweep import planned_by_run, presweeps
+from paper_checks.presweep import presweeps
 from paper_checks.registry import Check
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
@@ -223,7 +223,7 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
     to_run = pending(checks, context, cache_dir)
     out.overlap = overlaps(to_run, context)
     computed = {chk.id for chk in to_run}
-    counted: set[str] = set()  # run folders: a run two checks plan runs once, with the first
+    runs: dict[str, RunConfig] = {}  # by run folder: a run two checks plan runs once, with the first
     for chk in checks:
         if chk.id not in computed:
             out.per_check[chk.id] = 0.0  # its verdict is cached
@@ -231,12 +231,12 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
         last = read_cache(cache_path(cache_dir, chk.id, context.quick))
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is
             try:  # free)
-                planned = [c for c in chk.planned(context) if c.out not in counted]
+                planned = [c for c in chk.planned(context) if c.out not in runs]
                 seconds = sum(sweep_seconds(g, _calibration(out, g[0])) for g in sweep_groups(planned))
             except Exception:  # the check itself will say why it cannot run (no data, no GPU)
                 out.per_check[chk.id] = None
                 continue
-            counted |= {c.out for c in planned}
+            runs |= {c.out: c for c in planned}
             out.runs += len(planned)
             out.simulating.append(chk.id)
             out.simulation_seconds += seconds
@@ -244,12 +244,10 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
         else:
             out.per_check[chk.id] = float(last["seconds"]) if last and "seconds" in last else None
     if presweeps(context) and out.simulation_seconds > 0:  # beside a GPU: one sweep per data set for all
-        planned = planned_by_run([chk for chk in to_run if chk.id in out.simulating], context)
-        groups = sweep_groups([c for _, c in planned.values()])
-        joint = sum(sweep_seconds(g, _calibration(out, g[0])) for g in groups)
+        joint = sum(sweep_seconds(g, _calibration(out, g[0])) for g in sweep_groups(list(runs.values())))
         for check_id in out.simulating:  # each check's share of it, for the progress bar
             out.per_check[check_id] = (out.per_check[check_id] or 0.0) * joint / out.simulation_seconds
-        out.simulation_seconds, out.runs = joint, len(planned)
+        out.simulation_seconds = joint
     return out
 
 

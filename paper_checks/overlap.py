@@ -51,7 +51,7 @@ def overlaps(pending: list[Check], context: CheckContext) -> bool:
     than the CPU (on the CPU the simulations take every core themselves), at least two workers (the device
     checks here, the others' cells over the rest), and checks of both kinds."""
     kinds = {chk.on_device for chk in pending}
-    return not context.device.startswith("cpu") and context.workers >= 2 and kinds == {True, False}
+    return context.beside_device and context.workers >= 2 and kinds == {True, False}
 
 
 def run_overlapped(

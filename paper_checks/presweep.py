@@ -28,7 +28,7 @@ __all__ = ["planned_by_run", "presweep", "presweeps"]
 
 def presweeps(context: CheckContext) -> bool:
     """Whether the checks' simulations go first as joint sweeps: on a device other than the CPU."""
-    return not context.device.startswith("cpu")
+    return context.beside_device
 
 
 def planned_by_run(

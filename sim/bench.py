@@ -189,14 +189,13 @@ def stacked_forms_benchmark(
     every new group of runs).
     """
     from sim.models import CifarCNN, MnistCNN
+    from sim.setup import kept_torch_settings  # as set_precision below: sim.setup loads on use
 
     torch.manual_seed(0)  # the same models and inputs whatever ran before (near ties decide the differences)
     forms = [(form, False, False) for form in STACKED_FORMS]
     if dev.type == "cuda":
         forms += [("nchw", True, False), ("nchw", False, True), ("bmm", False, True)]
     out: dict[str, Any] = {}
-    from sim.setup import kept_torch_settings  # as set_precision below: sim.setup loads on use
-
     flags = torch.backends.cudnn, torch.backends.cuda.matmul
     with kept_torch_settings():
         for (name, module, shape), n in zip(
