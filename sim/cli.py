@@ -6,6 +6,7 @@
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
+    dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--json]   (another simulator)
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
 (10 nodes, tau1 = tau2 = 4, label-sorted shards) and says where the results are. Bad
@@ -257,6 +258,13 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _cmd_versus(args: argparse.Namespace) -> dict[str, Any]:
+    from sim.versus import versus, versus_rows
+
+    out = versus(args.simulator, args.nodes, args.node_steps, args.repeats, args.threads)
+    return out if args.json else versus_rows(out)
+
+
 def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="dfl-sim", description="Decentralized FL simulator (vectorised across nodes)."
@@ -312,6 +320,17 @@ def _parser() -> OneLineParser:
     b.add_argument("--distributed", action="store_true", help="also P = 1 and 2 gloo processes")
     b.add_argument("--json", action="store_true", help="print one JSON object (the ratios at its top level)")
     b.set_defaults(run=_cmd_bench)
+    v = sub.add_parser("versus", help="node-steps per second end to end against another DFL simulator")
+    v.add_argument("simulator", help="gossipy (pip install gossipy-dfl==0.0.1)")
+    v.add_argument("--nodes", type=int, nargs="+", default=[10, 100], help="ring sizes (default 10 100)")
+    v.add_argument("--node-steps", type=int, default=2000,
+                   help="local SGD steps of a run (rounds = this // nodes; default 2000)")  # fmt: skip
+    v.add_argument(
+        "--repeats", type=int, default=2, help="timings of each tool, order alternating (default 2)"
+    )
+    v.add_argument("--threads", type=int, help="torch threads of both (default: this process's cores)")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.set_defaults(run=_cmd_versus)
     return parser
 
 
