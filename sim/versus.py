@@ -2,58 +2,65 @@
 
 The other simulator is **gossipy** (``pip install gossipy-dfl==0.0.1``, M. Polato's gossip-learning
 simulator for PyTorch models; its to-do list names this paper's DFL, which it does not implement). Both
-train the paper's MNIST CNN (Appendix C) on the MNIST copy dflkit ships, split i.i.d. over N nodes of a
-ring, with mini-batches of B = 32 and learning rate eta = 0.05, for R rounds:
+train the paper's MNIST CNN (Appendix C; gossipy runs dflkit's own :class:`~sim.models.MnistCNN`) on the
+MNIST copy dflkit ships, split i.i.d. over N nodes of a ring, with mini-batches of B = 32 and learning
+rate eta = 0.05, for R rounds:
 
 * **dflkit**: ``dfl-sim run --algorithm dfl --tau1 1 --tau2 1 --steps 2R`` (Algorithm 1: each round one
   local SGD step on every node, then one gossip step X <- C X with the paper's ring weights), logging
-  the first and last step and checkpointing at the end only;
+  the first and the last step, one checkpoint at the end;
 * **gossipy**: its ``GossipSimulator`` with the PUSH protocol, synchronous nodes and rounds of 100 time
   units (its examples' setting), each node a ``TorchModelHandler`` in MERGE_UPDATE mode with
   ``local_epochs = 0``: every model a node receives is averaged with its own, then the node takes one
   SGD step on a random mini-batch of B of its samples. Each node sends one model a round, so the nodes
-  take about N local steps a round (counted exactly), no evaluation while it runs.
+  take N local steps a round, no evaluation while it runs.
 
-So both do N * R local SGD steps of the same model on the same data (about, for gossipy), and each round
+Both tools' local SGD steps are counted from what they ran (dflkit: from the steps its summary reports,
+:func:`sim.algorithms.local_step_count`; gossipy: each call of its handler's local step), and each round
 moves one model per node (gossipy: to one neighbour; dflkit: a ring node's two neighbours mixed into it).
 The algorithms differ in what a received model does, so the comparison is of cost per local SGD step,
-``node_steps_per_s``, not of accuracy; each tool's own accuracy at the end is reported to show that both
+``node_steps_per_s``, not of accuracy; each tool's accuracy at the end is reported to show that both
 trained (dflkit: the averaged model on the test set; gossipy: the nodes' mean on 1,000 test samples,
-computed after its clock stops and not counted in its time).
+computed after its clock stops and taken out of its time).
 
-Each simulator runs in a fresh Python process, timed from its start to its exit (``wall_s``: start-up,
-imports, the data set read, training and the tool's own outputs), and its training alone (``train_s``:
-dflkit's ``wall_seconds``, gossipy's ``start()``). Both get the same torch threads and glibc's allocator
-settings of :mod:`sim.host` (gossipy runs 15% faster with them on 2 cores at N = 100: the comparison is of
-the simulators, not of the allocator). The repeats alternate the order (AB BA ...), as in
-:func:`sim.bench.sweep_benchmark`, so that a machine whose speed drifts slows both alike.
+Each simulator runs in a fresh Python process. ``wall_s``: from its start to its exit (start-up, imports,
+the data set read, the run and the tool's own outputs; gossipy's less this module's accuracy pass).
+``run_s``: the run alone, without start-up: dflkit's ``wall_seconds`` (its steps with its first and last
+logged evaluations, 500 samples each), gossipy's ``start()``. Both get the same torch threads and glibc's
+allocator settings of :mod:`sim.host` (gossipy runs 15% faster with them on 2 cores at N = 100: the
+comparison is of the simulators, not of the allocator). Each tool is launched once, untimed, before the
+clocks start (imports read from a warm page cache for both), and the timed launches alternate across all
+points and repeats (AB BA AB ...), as in :func:`sim.bench.sweep_benchmark`, so that a machine whose speed
+drifts slows both alike; ``dflkit_over_<simulator>_by_repeat`` gives each repeat's ratio (the spread).
 
-gossipy imports torchvision at the top of its data module for two data sets' downloaders, which dflkit
-does not use; torchvision's wheels here do not import beside CPU torch, so where it cannot be imported
+gossipy imports torchvision at the top of its data module for two data sets' downloaders, but does not
+require it (nor does dflkit: its wheels here do not import beside CPU torch); where it cannot be imported,
 the child process registers an empty module under its name first (gossipy's other code does not touch it).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds.graph.topologies import ring
+from sim.algorithms import local_step_count
+from sim.config import RunConfig
+from sim.errors import SimulationError
 
-__all__ = ["SIMULATORS", "Workload", "versus", "versus_rows"]
-
-SIMULATORS = {"gossipy": ("gossipy", "gossipy-dfl==0.0.1")}
-"""The simulators dflkit is compared with: name -> (its import name, what ``pip install`` takes)."""
+__all__ = ["SIMULATORS", "Workload", "gossipy_child", "versus", "versus_rows"]
 
 ROUND_UNITS = 100  # gossipy's time units per round (delta), as in its examples
 ACCURACY_SAMPLES = 1000  # test samples for gossipy's nodes' mean accuracy, after the clock stops
@@ -70,66 +77,97 @@ class Workload:
     seed: int = 0
     threads: int = 1
 
+    def dflkit_config(self, out: str | Path) -> RunConfig:
+        """The workload as dflkit's run (module docstring): R rounds of one local and one gossip step."""
+        steps = 2 * self.rounds
+        return RunConfig(
+            algorithm="dfl", tau1=1, tau2=1, nodes=self.nodes, topology="ring", partition="iid",
+            batch_size=self.batch_size, eta=self.eta, seed=self.seed, steps=steps, log_every=steps,
+            checkpoint_every=steps, checkpoint_seconds=1e9, threads=self.threads, out=str(out),
+        )  # fmt: skip
+
 
 def versus(
     simulator: str, nodes: Sequence[int], node_steps: int, repeats: int = 2, threads: int | None = None
 ) -> dict[str, Any]:
     """dflkit against ``simulator`` at each N of ``nodes``, with R = node_steps // N rounds (so about
-    ``node_steps`` local SGD steps a run), each timed ``repeats`` times (see the module docstring).
+    ``node_steps`` local SGD steps a run), each tool timed ``repeats`` times (module docstring).
 
-    Returns per N each tool's runs and ``dflkit_over_<simulator>``: dflkit's node-steps per second over the
-    other's, end to end (``wall``) and training alone (``train``), from the repeats' totals.
+    Returns ``points``: per N, each tool's runs, their node-steps per second end to end (``wall``) and
+    without start-up (``run``) from the repeats' totals, and ``dflkit_over_<simulator>``, dflkit's rate over
+    the other's (with each repeat's ratio).
 
     Raises:
-        InputError: an unknown simulator, one that is not installed (naming what to install), a bad
-            number, or a child process that failed (with the end of what it printed).
+        InputError: an unknown simulator, one that is not installed in the expected version (naming what to
+            install), or a bad number (before anything runs).
+        SimulationError: a child process failed or printed no result (with the end of what it printed).
     """
     if simulator not in SIMULATORS:
         raise InputError(f"simulator {simulator!r} (expected one of: {', '.join(SIMULATORS)})")
-    module, package = SIMULATORS[simulator]
-    if importlib.util.find_spec(module) is None:
-        raise InputError(
-            f"{simulator} is not installed (pip install {package}, or pip install 'dflkit[versus]')"
-        )
+    _check_installed(simulator)
     if isinstance(nodes, int | str) or not nodes:
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
-    for n in nodes:
-        _at_least("nodes", n, 2)
+    if len(set(nodes)) != len(nodes):
+        raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
     _at_least("node_steps", node_steps, 1)
     _at_least("repeats", repeats, 1)
     threads = len(os.sched_getaffinity(0)) if threads is None else threads
     _at_least("threads", threads, 1)
+    works = []
+    for n in nodes:
+        ring(n)  # a ring of n nodes exists (n >= 3)
+        work = Workload(nodes=n, rounds=max(1, node_steps // n), threads=threads)
+        work.dflkit_config("runs/versus").validate()  # the rest of dflkit's limits, before anything runs
+        works.append(work)
+    tools: dict[str, Callable[[Workload, Path], dict[str, Any]]] = {simulator: SIMULATORS[simulator][1]}
+    tools["dflkit"] = _dflkit
     points: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for n in nodes:
-            work = Workload(nodes=n, rounds=max(1, node_steps // n), threads=threads)
-            runs: dict[str, list[dict[str, Any]]] = {simulator: [], "dflkit": []}
+        for name, tool in tools.items():  # untimed: both start from a warm page cache
+            tool(Workload(nodes=works[0].nodes, rounds=1, threads=threads), Path(folder) / f"warm-{name}")
+        launch = 0
+        for work in works:
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
             for repeat in range(repeats):
-                order = (simulator, "dflkit") if repeat % 2 == 0 else ("dflkit", simulator)
-                for tool in order:
-                    out = Path(folder) / f"{tool}-{n}-{repeat}"
-                    runs[tool].append(_dflkit(work, out) if tool == "dflkit" else _gossipy(work))
-            points[f"N{n}"] = {"workload": asdict(work), **runs, **_ratios(runs, simulator)}
-    return {"simulator": simulator, "package": package, "threads": threads, "repeats": repeats, **points}
+                order = list(tools) if launch % 2 == 0 else list(tools)[::-1]
+                launch += 1
+                for name in order:
+                    runs[name].append(tools[name](work, Path(folder) / f"{name}-{work.nodes}-{repeat}"))
+            points[f"N{work.nodes}"] = {"workload": asdict(work), **runs, **_rates(runs, simulator)}
+    return {"simulator": simulator, "package": SIMULATORS[simulator][0], "threads": threads,
+            "repeats": repeats, "points": points}  # fmt: skip
 
 
 def versus_rows(out: dict[str, Any]) -> dict[str, Any]:
     """:func:`versus`'s result as rows for a terminal (``dfl-sim versus`` without --json): one row per N and
-    tool (node-steps per second end to end and training alone, accuracy), then dflkit's ratios per N."""
+    tool (node-steps per second end to end and without start-up, accuracy), then dflkit's ratios per N."""
     simulator = out["simulator"]
     runs, ratios = [], []
-    for point in (v for v in out.values() if isinstance(v, dict)):
+    for point in out["points"].values():
         work = point["workload"]
         for tool in (simulator, "dflkit"):
             rate = point["node_steps_per_s"][tool]
             accuracy = sum(r["accuracy"] for r in point[tool]) / len(point[tool])
             runs.append({"nodes": work["nodes"], "rounds": work["rounds"], "tool": tool,
-                         "node_steps_per_s": rate["wall"], "training_only": rate["train"],
+                         "node_steps_per_s": rate["wall"], "without_start_up": rate["run"],
                          "accuracy": round(accuracy, 4)})  # fmt: skip
         ratio = point[f"dflkit_over_{simulator}"]
-        ratios.append({"nodes": work["nodes"], "end_to_end": ratio["wall"], "training_only": ratio["train"]})
+        ratios.append({"nodes": work["nodes"], "end_to_end": ratio["wall"], "without_start_up": ratio["run"]})
     head = {k: out[k] for k in ("simulator", "package", "threads", "repeats")}
     return {**head, "runs": runs, f"dflkit_over_{simulator}": ratios}
+
+
+def _check_installed(simulator: str) -> None:
+    """InputError unless the simulator's distribution is installed in the version this module drives (a
+    module of the same name from another distribution does not count)."""
+    package = SIMULATORS[simulator][0]
+    distribution, version = package.split("==")
+    try:
+        found = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        raise InputError(f"{simulator} is not installed (pip install {package}, or dflkit[versus])") from None
+    if found != version:
+        raise InputError(f"{distribution} {found} is installed (expected {package}: pip install {package})")
 
 
 def _at_least(name: str, value: Any, low: int) -> None:
@@ -138,18 +176,23 @@ def _at_least(name: str, value: Any, low: int) -> None:
         raise InputError(f"{name} = {value!r} is out of range (expected an integer >= {low})")
 
 
-def _ratios(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:
-    """Each tool's node-steps per second from its repeats' totals, and dflkit's over the other's."""
-    rates: dict[str, dict[str, float]] = {}
-    for tool, rows in runs.items():  # wall: every local step the process took; train: those in training
-        rates[tool] = {
-            "wall": sum(r["process_local_steps"] for r in rows) / sum(r["wall_s"] for r in rows),
-            "train": sum(r["local_steps"] for r in rows) / sum(r["train_s"] for r in rows),
-        }
+def _rates(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:
+    """Each tool's node-steps per second from its repeats' totals (``wall``: every local step the process
+    took over its wall time; ``run``: the run's steps over the run's time), dflkit's over the other's, and
+    each repeat's ratio."""
+
+    def rate(rows: list[dict[str, Any]], kind: str) -> float:
+        steps = "process_local_steps" if kind == "wall" else "local_steps"
+        return sum(r[steps] for r in rows) / sum(r[f"{kind}_s"] for r in rows)
+
+    kinds = ("wall", "run")
+    rates = {tool: {k: rate(rows, k) for k in kinds} for tool, rows in runs.items()}
+    pairs = list(zip(runs["dflkit"], runs[simulator], strict=True))
     return {
         "node_steps_per_s": {tool: {k: round(v, 1) for k, v in r.items()} for tool, r in rates.items()},
-        f"dflkit_over_{simulator}": {
-            k: round(rates["dflkit"][k] / rates[simulator][k], 3) for k in rates["dflkit"]
+        f"dflkit_over_{simulator}": {k: round(rates["dflkit"][k] / rates[simulator][k], 3) for k in kinds},
+        f"dflkit_over_{simulator}_by_repeat": {
+            k: [round(rate([ours], k) / rate([theirs], k), 3) for ours, theirs in pairs] for k in kinds
         },
     }
 
@@ -162,49 +205,65 @@ def _child_env(threads: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(threads)}
 
 
-def _timed(command: list[str], threads: int, what: str) -> tuple[float, str]:
-    """Run ``command``; its wall seconds and standard output, or InputError with the end of its output."""
+def _timed(command: list[str], threads: int, what: str) -> tuple[float, dict[str, Any]]:
+    """Run ``command``; its wall seconds and the JSON object on the last line of its output, or
+    SimulationError with the end of what it printed."""
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=_child_env(threads), check=False)
     wall = time.perf_counter() - start
+    tail = " | ".join((done.stderr.strip() or done.stdout.strip()).splitlines()[-5:]) or "(nothing printed)"
+    tail = tail.removeprefix("dfl-sim: error: ")
+    if done.returncode < 0:
+        raise SimulationError(f"{what} was killed by {signal.Signals(-done.returncode).name}: {tail}")
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-        raise InputError(f"{what} failed (exit {done.returncode}): " + " | ".join(tail))
-    return wall, done.stdout
+        raise SimulationError(f"{what} failed (exit {done.returncode}): {tail}")
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        result = None
+    if not isinstance(result, dict):
+        raise SimulationError(f"{what} printed no result (expected a JSON object last): {tail}")
+    return wall, result
 
 
 def _dflkit(work: Workload, out: Path) -> dict[str, Any]:
     """``dfl-sim run`` of the workload (module docstring) in a fresh process."""
-    steps = 2 * work.rounds
-    flags = {"algorithm": "dfl", "tau1": 1, "tau2": 1, "nodes": work.nodes, "topology": "ring",
-             "partition": "iid", "batch-size": work.batch_size, "eta": work.eta, "seed": work.seed,
-             "steps": steps, "log-every": steps, "checkpoint-every": steps, "threads": work.threads,
-             "out": out}  # fmt: skip
+    config = work.dflkit_config(out)
     command = [sys.executable, "-m", "sim", "run", "--json"]
-    for name, value in flags.items():
-        command += [f"--{name}", str(value)]
-    wall, stdout = _timed(command, work.threads, "dfl-sim run")
-    summary = json.loads(stdout.strip().splitlines()[-1])
+    flags = ("algorithm", "tau1", "tau2", "nodes", "topology", "partition", "batch_size", "eta", "seed",
+             "steps", "log_every", "checkpoint_every", "checkpoint_seconds", "threads", "out")  # fmt: skip
+    for name in flags:
+        command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
+    wall, summary = _timed(command, work.threads, "dfl-sim run")
+    local = work.nodes * local_step_count("dfl", 1, 1, summary["steps"])
     return {
         "wall_s": round(wall, 3),
-        "train_s": round(summary["wall_seconds"], 3),
-        "local_steps": work.nodes * work.rounds,
-        "process_local_steps": work.nodes * work.rounds,
+        "run_s": round(summary["wall_seconds"], 3),
+        "steps": summary["steps"],
+        "local_steps": local,
+        "process_local_steps": local,
         "accuracy": summary["final_test_accuracy"],
     }
 
 
-def _gossipy(work: Workload) -> dict[str, Any]:
-    """gossipy's run of the workload (module docstring) in a fresh process (:func:`gossipy_child`)."""
+def _gossipy(work: Workload, out: Path) -> dict[str, Any]:
+    """gossipy's run of the workload (module docstring) in a fresh process (:func:`gossipy_child`; it
+    writes no files, so ``out`` is not used)."""
     command = [sys.executable, "-m", "sim.versus", json.dumps(asdict(work))]
-    wall, stdout = _timed(command, work.threads, "gossipy")
-    run = json.loads(stdout.strip().splitlines()[-1])
+    wall, run = _timed(command, work.threads, "gossipy")
     return {"wall_s": round(wall - run.pop("accuracy_s"), 3), **run}  # this module's accuracy not in its time
 
 
+SIMULATORS: dict[str, tuple[str, Callable[[Workload, Path], dict[str, Any]]]] = {
+    "gossipy": ("gossipy-dfl==0.0.1", _gossipy)
+}
+"""The simulators dflkit is compared with: name -> (what ``pip install`` takes, the function that runs the
+workload in it)."""
+
+
 def gossipy_child(work: Workload) -> dict[str, Any]:
-    """The workload in gossipy, in this process: its training seconds, local SGD steps and the nodes' mean
-    accuracy (module docstring)."""
+    """The workload in gossipy, in this process: its run's seconds, local SGD steps (in the run, and in the
+    process: gossipy's start takes one per node) and the nodes' mean accuracy (module docstring)."""
     import random
 
     import numpy as np
@@ -246,6 +305,8 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
             """Keep the prototype's initialisation, which every node copies."""
 
     class CountingHandler(TorchModelHandler):
+        """gossipy's handler for torch models, counting its local SGD steps."""
+
         def _local_step(self, x: torch.Tensor, y: torch.Tensor) -> None:
             local_steps[0] += 1
             super()._local_step(x, y)
@@ -256,10 +317,10 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
         def has_test(self) -> bool:
             return False
 
-    ring = np.zeros((work.nodes, work.nodes))
+    adjacency = np.zeros((work.nodes, work.nodes))
     for i in range(work.nodes):
-        ring[i, (i + 1) % work.nodes] = ring[i, (i - 1) % work.nodes] = 1
-    network = StaticP2PNetwork(work.nodes, ring)
+        adjacency[i, (i + 1) % work.nodes] = adjacency[i, (i - 1) % work.nodes] = 1
+    network = StaticP2PNetwork(work.nodes, adjacency)
     prototype = CountingHandler(
         net=PaperCNN(), optimizer=torch.optim.SGD, optimizer_params={"lr": work.eta},
         criterion=torch.nn.functional.cross_entropy, local_epochs=0, batch_size=work.batch_size,
@@ -277,13 +338,13 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
     before = local_steps[0]
     start = time.perf_counter()
     simulator.start(n_rounds=work.rounds)
-    train = time.perf_counter() - start
+    run = time.perf_counter() - start
     start = time.perf_counter()
     x, y = data.x_test[:ACCURACY_SAMPLES], data.y_test[:ACCURACY_SAMPLES]
     with torch.no_grad():
         accuracy = [float((n.model_handler.model(x).argmax(1) == y).float().mean()) for n in nodes.values()]
     return {
-        "train_s": round(train, 3),
+        "run_s": round(run, 3),
         "accuracy_s": round(time.perf_counter() - start, 3),
         "local_steps": local_steps[0] - before,
         "process_local_steps": local_steps[0],
@@ -292,5 +353,4 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # the child process of _gossipy: one JSON line on stdout
-    result = gossipy_child(Workload(**json.loads(sys.argv[1])))
-    print(json.dumps(result))
+    print(json.dumps(gossipy_child(Workload(**json.loads(sys.argv[1])))))

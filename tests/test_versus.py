@@ -1,8 +1,10 @@
-"""dflkit against another simulator (sim.versus): both tools really run, their steps are counted exactly,
-the ratios follow from the runs, and bad input or a failing child is a one-line error."""
+"""dflkit against another simulator (sim.versus): both tools really run the workload, their steps are
+counted from what they ran, the ratios follow from the runs, and bad input or a failing child is a
+one-line error."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -10,79 +12,131 @@ import pytest
 
 import sim.versus as versus_module
 from bounds import InputError
-from sim.versus import versus, versus_rows
+from sim.errors import SimulationError
+from sim.versus import Workload, versus, versus_rows
 
 
 @pytest.fixture(scope="module")
 def tiny() -> dict:
-    """Both tools on a 4-node ring for 6 rounds, twice each (about 25 s on 2 cores)."""
-    return versus("gossipy", [4], node_steps=24, repeats=2, threads=1)
+    """``dfl-sim versus gossipy`` on a 4-node ring for 6 rounds, each tool twice, as a user runs it (about
+    35 s on 2 cores)."""
+    command = [sys.executable, "-m", "sim", "versus", "gossipy", "--nodes", "4", "--node-steps", "24",
+               "--repeats", "2", "--threads", "1", "--json"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def test_both_simulators_run_the_workload_and_the_ratios_come_from_their_runs(tiny: dict) -> None:
-    point = tiny["N4"]
+    point = tiny["points"]["N4"]
     assert point["workload"]["rounds"] == 6
+    assert [r["steps"] for r in point["dflkit"]] == [12, 12]  # 6 rounds of a local and a gossip step
     for tool in ("gossipy", "dflkit"):
         assert len(point[tool]) == 2
         for run in point[tool]:
-            # PUSH, synchronous, no drops or delays: every node sends one model a round, and each received
-            # model is one merge + one SGD step; gossipy's start adds one step per node before the clock
+            # dflkit: 6 local steps of 4 nodes, from the steps it ran. gossipy (PUSH, synchronous, no drops
+            # or delays): every node sends one model a round, each received model one merge + one SGD
+            # step, and gossipy's start one step per node before the clock
             assert run["local_steps"] == 24
             assert run["process_local_steps"] == 24 + (4 if tool == "gossipy" else 0)
-            assert 0 < run["train_s"] < run["wall_s"]
-            assert 0.0 <= run["accuracy"] <= 1.0
-    rates = point["node_steps_per_s"]
+            assert 0 < run["run_s"] < run["wall_s"]
+        # seeded: the repeats train alike
+        assert point[tool][0]["accuracy"] == point[tool][1]["accuracy"]
+    rates, exact = point["node_steps_per_s"], {}
     for tool in ("gossipy", "dflkit"):
         runs = point[tool]
-        wall = sum(r["process_local_steps"] for r in runs) / sum(r["wall_s"] for r in runs)
-        train = sum(r["local_steps"] for r in runs) / sum(r["train_s"] for r in runs)
-        assert rates[tool]["wall"] == pytest.approx(wall, abs=0.06)
-        assert rates[tool]["train"] == pytest.approx(train, abs=0.06)
-    ratio = point["dflkit_over_gossipy"]
-    assert ratio["wall"] == pytest.approx(rates["dflkit"]["wall"] / rates["gossipy"]["wall"], rel=1e-2)
-    assert ratio["train"] == pytest.approx(rates["dflkit"]["train"] / rates["gossipy"]["train"], rel=1e-2)
+        exact[tool] = {
+            "wall": sum(r["process_local_steps"] for r in runs) / sum(r["wall_s"] for r in runs),
+            "run": sum(r["local_steps"] for r in runs) / sum(r["run_s"] for r in runs),
+        }
+        for kind in ("wall", "run"):
+            assert rates[tool][kind] == pytest.approx(exact[tool][kind], abs=0.051)
+    for kind in ("wall", "run"):
+        ratio = exact["dflkit"][kind] / exact["gossipy"][kind]
+        assert point["dflkit_over_gossipy"][kind] == pytest.approx(ratio, abs=6e-4)
+        by_repeat = [
+            (d["process_local_steps" if kind == "wall" else "local_steps"] / d[f"{kind}_s"])
+            / (g["process_local_steps" if kind == "wall" else "local_steps"] / g[f"{kind}_s"])
+            for d, g in zip(point["dflkit"], point["gossipy"], strict=True)
+        ]
+        assert point["dflkit_over_gossipy_by_repeat"][kind] == pytest.approx(by_repeat, abs=6e-4)
 
 
 def test_the_terminal_rows_carry_the_rates_and_ratios(tiny: dict) -> None:
     rows = versus_rows(tiny)
-    point = tiny["N4"]
+    point = tiny["points"]["N4"]
     assert [(r["nodes"], r["tool"]) for r in rows["runs"]] == [(4, "gossipy"), (4, "dflkit")]
     for row in rows["runs"]:
         assert row["node_steps_per_s"] == point["node_steps_per_s"][row["tool"]]["wall"]
-        assert row["training_only"] == point["node_steps_per_s"][row["tool"]]["train"]
+        assert row["without_start_up"] == point["node_steps_per_s"][row["tool"]]["run"]
     ratio = point["dflkit_over_gossipy"]
     assert rows["dflkit_over_gossipy"] == [
-        {"nodes": 4, "end_to_end": ratio["wall"], "training_only": ratio["train"]}
+        {"nodes": 4, "end_to_end": ratio["wall"], "without_start_up": ratio["run"]}
     ]
 
 
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (("nosuch", [4], 24), "'nosuch'"),
-        (("gossipy", [1], 24), "nodes = 1"),
+        (("nosuch", [4], 24), "simulator 'nosuch'"),
+        (("gossipy", [2], 24), "nodes = 2"),  # no ring of 2 nodes: refused before gossipy runs
         (("gossipy", 4, 24), "nodes = 4"),
         (("gossipy", [], 24), "nodes = []"),
-        (("gossipy", [4], 0), "node_steps = 0"),
+        (("gossipy", [4, 4], 24), "nodes = [4, 4] repeats"),
         (("gossipy", [4.0], 24), "nodes = 4.0"),
+        (("gossipy", [4], 0), "node_steps = 0"),
+        (("gossipy", [4], 24, 0), "repeats = 0"),
+        (("gossipy", [4], 24, 1, 0), "threads = 0"),
     ],
 )
-def test_bad_input_is_refused_before_anything_runs(args: tuple, named: str) -> None:
+def test_bad_input_is_refused_before_anything_runs(
+    args: tuple, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*_: object) -> None:
+        raise AssertionError("a child process started")
+
+    monkeypatch.setattr(versus_module, "_timed", never)
     with pytest.raises(InputError, match="expected") as info:
         versus(*args)
     assert named in str(info.value)
 
 
-def test_a_simulator_not_installed_names_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(versus_module.importlib.util, "find_spec", lambda name: None)
+def test_a_simulator_not_installed_or_of_another_version_names_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    metadata = versus_module.importlib.metadata
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
     with pytest.raises(InputError, match=r"gossipy is not installed \(pip install gossipy-dfl==0\.0\.1"):
+        versus("gossipy", [4], 24)
+    monkeypatch.setattr(metadata, "version", lambda name: "0.0.2")
+    with pytest.raises(InputError, match=r"gossipy-dfl 0\.0\.2 is installed \(expected gossipy-dfl==0\.0\.1"):
         versus("gossipy", [4], 24)
 
 
-def test_a_failing_child_is_an_error_with_the_end_of_its_output() -> None:
-    command = [sys.executable, "-c", "import sys; print('partial'); sys.exit('the reason')"]
-    with pytest.raises(InputError, match=r"gossipy failed \(exit 1\): the reason"):
-        versus_module._timed(command, 1, "gossipy")
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("import sys; print('partial'); sys.exit('the reason')", r"gossipy failed \(exit 1\): the reason"),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", r"gossipy was killed by SIGKILL"),
+        ("print('no json here')", r"gossipy printed no result \(expected a JSON object last\): no json here"),
+        ("pass", r"printed no result .*\(nothing printed\)"),
+        ("print('[1, 2]')", r"printed no result"),
+    ],
+)
+def test_a_failing_child_is_one_error_with_the_end_of_its_output(code: str, message: str) -> None:
+    with pytest.raises(SimulationError, match=message):
+        versus_module._timed([sys.executable, "-c", code], 1, "gossipy")
+
+
+def test_dflkits_run_is_the_workload_it_states() -> None:
+    config = Workload(nodes=5, rounds=7, threads=1).dflkit_config("out")
+    assert (config.algorithm, config.tau1, config.tau2, config.steps) == ("dfl", 1, 1, 14)
+    assert (config.nodes, config.topology, config.partition, config.batch_size) == (5, "ring", "iid", 32)
+    assert config.log_every == config.checkpoint_every == 14  # logged at the start and the end only
 
 
 def test_the_cli_refuses_an_unknown_simulator_in_one_line() -> None:
