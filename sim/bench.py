@@ -25,6 +25,9 @@ on the pixels):
   another, both timed twice in the order AB BA (a drifting machine slows both alike); and the sweep's
   node-steps per second.
 
+* ``compiled_step_N10_B32`` (the full bench): the stacked step under ``torch.compile`` and, on CUDA, as a
+  replayed CUDA graph, against eager (:func:`compiled_step_benchmark`; ``step_compiled_over_eager``,
+  ``step_cuda_graph_over_eager``);
 * ``stacked_forms``: the stacked local step at a sweep's size (on a GPU Figs. 6-9's MNIST sweep, 630 nodes,
   and Fig. 6's CIFAR-10 sweep, 150 nodes) in each stacked form and, on CUDA, cuDNN's heuristics against its
   timed algorithms and TF32 against float32 (:func:`stacked_forms_benchmark`).
@@ -63,8 +66,10 @@ from sim.engine import Stack
 from sim.gossip import DiagonalMixing, as_mixing, choose_mixing, mixing_form, sparse_mixing
 from sim.models import STACKED_FORMS, MnistCNN, stacked_form_default
 from sim.timing import seconds_per_call as _time
+from sim.timing import synchronize as _synchronize
 
 __all__ = [
+    "compiled_step_benchmark",
     "distributed_benchmark",
     "gossip_benchmark",
     "resolve_device",
@@ -90,12 +95,13 @@ class _Sizes:
     sweep_steps: int = 40
     sweep_repeats: int = 2  # each mode timed twice, AB BA
     form_nodes: tuple[int, int] = (40, 10)  # stacked MNIST and CIFAR-10 CNNs for the convolution forms
+    compiled: bool = False  # time the step under torch.compile (and a CUDA graph on CUDA): the full bench
 
 
 def _sizes(quick: bool) -> _Sizes:
     if quick:
         return _Sizes(10, 32, 3, (100,), (10, 100, 1000), matmul=1024, sweep_steps=12, form_nodes=(10, 4))
-    return _Sizes(10, 32, 10, (100, 1000), (10, 100, 1000, 10000))
+    return _Sizes(10, 32, 10, (100, 1000), (10, 100, 1000, 10000), compiled=True)
 
 
 FORM_NODES_CUDA = (630, 150)
@@ -223,6 +229,86 @@ def stacked_forms_benchmark(
                     "relative_difference": float(f"{float((G - reference).norm() / reference.norm()):.3g}"),
                 }
             out[f"{name}_N{n}_B{batch}"] = rows | {"fastest": min(rows, key=lambda k: rows[k]["ms"])}
+    return out
+
+
+def compiled_step_benchmark(
+    model: torch.nn.Module, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, repeats: int, dev: torch.device
+) -> dict[str, Any]:
+    """The stacked local step's gradients (:meth:`sim.engine.Stack.gradients`, the device's default form) of
+    ``model`` at the nodes of X on batches (x, y): eager against the same step with its forward pass and loss
+    under ``torch.compile`` (inductor; autograd differentiates the compiled graph) and, on CUDA, the whole
+    step captured once as a CUDA graph and replayed (no kernel launches from Python: the GPU regime of
+    few nodes, where a step is hundreds of small kernels). Issue 15, item 5: "time both; keep what wins".
+
+    Per variant: ms per step, its ratio to eager (``over_eager``), the gradients' relative difference from
+    eager's, and for torch.compile the seconds of its first call (the compilation). A variant that fails
+    (no compiler, a graph break that capture refuses) reports ``error`` instead, and the others still run.
+
+    Measured on 2 CPU cores (2026-11-27, MNIST CNN, 10 nodes x 32; this function and a prototype of it,
+    nine paired measurements): eager 30-56 ms, compiled 52-78 ms (1.1-2.1x slower; 1-17 s to compile),
+    gradients equal to 4e-7 relative: runs stay eager on the CPU. Not yet timed on a GPU.
+    """
+    from sim.engine import _node_losses
+
+    stack = Stack(model)
+    w = torch.ones(y.shape, device=dev)
+    eager = _gradients_call(stack, X, x, y, w)
+    G_eager = eager()[0]
+    eager_s = _time(eager, repeats, dev)
+    out: dict[str, Any] = {"eager_ms": round(eager_s * 1e3, 3)}
+
+    def losses(Xg: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        logits = model.forward_stacked(stack.unflatten(Xg), x, None)
+        return _node_losses(model, logits, y, w)
+
+    def compiled_variant() -> tuple[Callable[[], tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
+        forward = torch.compile(losses, dynamic=False)
+
+        def step() -> tuple[torch.Tensor, torch.Tensor]:
+            with torch.enable_grad():
+                Xg = X.detach().requires_grad_(True)
+                node_losses = forward(Xg, x, y, w)
+                (G,) = torch.autograd.grad(node_losses.sum(), Xg)
+            return G, node_losses.detach()
+
+        start = time.perf_counter()
+        step()
+        _synchronize(dev)
+        return step, {"compile_s": round(time.perf_counter() - start, 2)}
+
+    def graph_variant() -> tuple[Callable[[], tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
+        static = [t.clone() for t in (X, x, y, w)]
+        side = torch.cuda.Stream(dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):  # warm-up off the capture (autograd's and cuBLAS's first calls)
+            for _ in range(3):
+                stack.gradients(*static)
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            result = stack.gradients(*static)
+
+        def step() -> tuple[torch.Tensor, torch.Tensor]:
+            graph.replay()
+            return result
+
+        return step, {}
+
+    variants = {"compiled": compiled_variant}
+    if dev.type == "cuda":
+        variants["cuda_graph"] = graph_variant
+    for name, build in variants.items():
+        try:
+            step, extra = build()
+            G = step()[0]
+            seconds = _time(step, repeats, dev)
+        except Exception as exc:  # a variant that cannot run here is reported, not fatal
+            out[name] = {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"}
+            continue
+        difference = float((G - G_eager).norm() / G_eager.norm())
+        out[name] = {"ms": round(seconds * 1e3, 3), "over_eager": round(seconds / eager_s, 3),
+                     "relative_difference": float(f"{difference:.3g}"), **extra}  # fmt: skip
     return out
 
 
@@ -507,4 +593,11 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
     out["sweep_over_sequential"] = sweep["sweep_over_sequential"]
     form_nodes = FORM_NODES_CUDA if cuda and not quick else sizes.form_nodes
     out["stacked_forms"] = stacked_forms_benchmark(form_nodes, b, repeats, dev)
+    if sizes.compiled:
+        X = stack.flatten(model).repeat(n, 1)
+        compiled = compiled_step_benchmark(model, X, x, y, repeats, dev)
+        out[f"compiled_step_N{n}_B{b}"] = compiled
+        for name in ("compiled", "cuda_graph"):
+            if name in compiled:
+                out[f"step_{name}_over_eager"] = compiled[name].get("over_eager")
     return out

@@ -185,8 +185,11 @@ def _stacked_convs(
 
 def _as_channels_last(h: torch.Tensor) -> torch.Tensor:
     """h (B, C, H, W) channels-last in memory; inside torch.func transforms (vmap, grad), where memory
-    formats cannot be set, and for tensors that are not 4-d, h as it is (the same values either way)."""
-    if h.dim() != 4 or torch._C._functorch.is_functorch_wrapped_tensor(h):
+    formats cannot be set, and for tensors that are not 4-d, h as it is (the same values either way).
+    Under ``torch.compile`` (which cannot trace the functorch test, a graph break) no transform wraps h."""
+    if h.dim() != 4:
+        return h
+    if not torch.compiler.is_compiling() and torch._C._functorch.is_functorch_wrapped_tensor(h):
         return h
     return h.contiguous(memory_format=torch.channels_last)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,7 @@ def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
     out = bench.run_benchmarks(quick=True, device="cpu")
     assert set(out) >= {"N2_B2", "N3_B2", "timer"}
+    assert "step_compiled_over_eager" not in out  # only the full bench compiles
     gossip = out[f"gossip_step_ms_d{20490}"]
     assert set(gossip) == {"4", "6"}
     assert set(gossip["4"]) == {"dense_ms", "sparse_ms", "diagonal_ms", "copy_ms", "chosen"}
@@ -249,3 +251,44 @@ def test_stacked_forms_time_every_form_and_agree_on_the_gradients() -> None:
         for form in forms[1:]:  # the same gradients: reordered sums, and near ties in max-pool windows that
             assert 0 <= rows[form]["relative_difference"] < 1e-2  # move a node's gradient (5e-3 seen)
         assert all(rows[k]["ms"] > 0 and rows[k]["node_steps_per_s"] > 0 for k in forms)
+
+
+def test_the_compiled_step_gives_the_eager_gradients_and_a_failing_variant_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sim.models import LogReg
+
+    torch.manual_seed(0)
+    model = LogReg(784, 10)
+    X = bench.Stack(model).flatten(model).repeat(3, 1) + 0.01 * torch.randn(3, 7850)
+    x, y = torch.randn(3, 4, 1, 28, 28), torch.randint(0, 10, (3, 4))
+    cpu = torch.device("cpu")
+    out = bench.compiled_step_benchmark(model, X, x, y, 2, cpu)
+    assert set(out) == {"eager_ms", "compiled"}  # no CUDA graph on the CPU
+    assert out["compiled"]["relative_difference"] < 1e-6
+    assert out["compiled"]["ms"] > 0 and out["compiled"]["compile_s"] >= 0
+    assert out["compiled"]["over_eager"] == pytest.approx(out["compiled"]["ms"] / out["eager_ms"], rel=0.02)
+
+    def no_compiler(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no C++ compiler found\nsecond line")
+
+    monkeypatch.setattr(torch, "compile", no_compiler)
+    failed = bench.compiled_step_benchmark(model, X, x, y, 1, cpu)
+    assert failed["compiled"] == {"error": "RuntimeError: no C++ compiler found"}
+    assert failed["eager_ms"] > 0
+
+
+def test_the_full_bench_reports_the_compiled_step_at_its_top_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[int, ...]] = []
+
+    def fake(model, X, x, y, repeats, dev):
+        seen.append(tuple(X.shape))
+        return {"eager_ms": 2.0, "compiled": {"ms": 3.0, "over_eager": 1.5}, "cuda_graph": {"error": "E"}}
+
+    monkeypatch.setattr(bench, "_sizes", lambda quick: dataclasses.replace(TINY, compiled=True))
+    monkeypatch.setattr(bench, "compiled_step_benchmark", fake)
+    out = bench.run_benchmarks(quick=True, device="cpu")
+    assert seen == [(2, 20490)]  # the bench's N nodes of the MNIST CNN
+    assert out["compiled_step_N2_B2"]["compiled"]["over_eager"] == 1.5
+    assert out["step_compiled_over_eager"] == 1.5
+    assert out["step_cuda_graph_over_eager"] is None  # failed: no ratio

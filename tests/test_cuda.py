@@ -246,3 +246,23 @@ def test_every_stacked_form_on_cuda_gives_the_float64_gradients(name: str) -> No
     for form in (*STACKED_FORMS, None):
         G, _ = Stack(model, form=form).gradients(*args)
         assert_rows_near(G, exact, typical=1e-4)  # cuDNN may pick Winograd or FFT algorithms in float32
+
+
+def test_the_step_as_a_cuda_graph_gives_the_eager_gradients() -> None:
+    """The bench's CUDA-graph variant of the stacked MNIST step (captured once, replayed) computes what the
+    eager step does; torch.compile either does too or reports why it could not run (no error for the
+    graph, whose capture is this module's own code)."""
+    from sim.bench import compiled_step_benchmark
+    from sim.engine import Stack
+    from sim.models import MnistCNN
+
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    model = MnistCNN().to(dev)
+    X = Stack(model).flatten(model).repeat(4, 1) + 0.01 * torch.randn(4, Stack(model).d, device=dev)
+    x, y = torch.randn(4, 8, 1, 28, 28, device=dev), torch.randint(0, 10, (4, 8), device=dev)
+    out = compiled_step_benchmark(model, X, x, y, 3, dev)
+    assert "error" not in out["cuda_graph"], out["cuda_graph"]
+    assert out["cuda_graph"]["relative_difference"] < 1e-5
+    assert out["cuda_graph"]["ms"] > 0
+    assert "error" in out["compiled"] or out["compiled"]["relative_difference"] < 1e-4
