@@ -101,15 +101,22 @@ class Stack:
 
     def _gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
         """:meth:`gradients` in one pass."""
-        stacked = getattr(self.module, "forward_stacked", None)
-        if stacked is None:
+        if getattr(self.module, "forward_stacked", None) is None:
             return self.gradients_vmap(X, x, y, w)
         with torch.enable_grad():
             Xg = X.detach().requires_grad_(True)
-            logits = stacked(self.unflatten(Xg), x, self.form)
-            losses = _node_losses(self.module, logits, y, w)
+            losses = self.stacked_losses(Xg, x, y, w)
             (G,) = torch.autograd.grad(losses.sum(), Xg)
         return G, losses.detach()
+
+    def stacked_losses(
+        self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
+    ) -> torch.Tensor:
+        """Each node's weighted-mean mini-batch loss (N,) from one stacked forward pass of the module's
+        ``forward_stacked`` in this Stack's form: the function :meth:`gradients` differentiates (and
+        ``dfl-sim bench`` compiles, :func:`sim.bench.compiled_step_benchmark`)."""
+        logits = self.module.forward_stacked(self.unflatten(X), x, self.form)
+        return _node_losses(self.module, logits, y, w)
 
     def gradients_vmap(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
         """The generic path, ``vmap(grad_and_value(loss))`` over functional_call (any model)."""

@@ -119,7 +119,9 @@ class _GroupedConvs:
         convolutions, ReLUs and poolings then keep it)."""
         n, b = x.shape[:2]
         h = x.transpose(0, 1).reshape(b, n * x.shape[2], *x.shape[3:])
-        return _as_channels_last(h) if self.channels_last else h
+        # the stacked forms never run under a torch.func transform, so no test for one here (a test that
+        # torch.compile cannot trace: a graph break)
+        return h.contiguous(memory_format=torch.channels_last) if self.channels_last else h
 
     def conv(self, h: torch.Tensor, layer: str, padding: int = 0) -> torch.Tensor:
         """N nodes' convolutions in one call: weight (N, C_out, C_in, k, k)."""
@@ -185,11 +187,8 @@ def _stacked_convs(
 
 def _as_channels_last(h: torch.Tensor) -> torch.Tensor:
     """h (B, C, H, W) channels-last in memory; inside torch.func transforms (vmap, grad), where memory
-    formats cannot be set, and for tensors that are not 4-d, h as it is (the same values either way).
-    Under ``torch.compile`` (which cannot trace the functorch test, a graph break) no transform wraps h."""
-    if h.dim() != 4:
-        return h
-    if not torch.compiler.is_compiling() and torch._C._functorch.is_functorch_wrapped_tensor(h):
+    formats cannot be set, and for tensors that are not 4-d, h as it is (the same values either way)."""
+    if h.dim() != 4 or torch._C._functorch.is_functorch_wrapped_tensor(h):
         return h
     return h.contiguous(memory_format=torch.channels_last)
 
