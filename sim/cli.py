@@ -6,7 +6,7 @@
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
-    dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--json]   (another simulator)
+    dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--dataset D] [--json]
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
 (10 nodes, tau1 = tau2 = 4, label-sorted shards) and says where the results are. Bad
@@ -261,7 +261,9 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_versus(args: argparse.Namespace) -> dict[str, Any]:
     from sim.versus import versus, versus_rows
 
-    out = versus(args.simulator, args.nodes, args.node_steps, args.repeats, args.threads)
+    out = versus(
+        args.simulator, args.nodes, args.node_steps, args.repeats, args.threads, args.dataset, args.data_dir
+    )
     return out if args.json else versus_rows(out)
 
 
@@ -329,6 +331,8 @@ def _parser() -> OneLineParser:
         "--repeats", type=int, default=2, help="timings of each tool, order alternating (default 2)"
     )
     v.add_argument("--threads", type=int, help="torch threads of both (default: this process's cores)")
+    v.add_argument("--dataset", default="mnist", help="mnist (default, shipped) or cifar10 (with --data-dir)")
+    v.add_argument("--data-dir", help="cifar10: the folder holding cifar-10-batches-py")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(run=_cmd_versus)
     return parser

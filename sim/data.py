@@ -26,10 +26,12 @@ from bounds import InputError
 from bounds._checks import absent_file, whole_numbers
 
 __all__ = [
+    "CIFAR10_BATCHES",
     "MNIST_DIR",
     "PIXEL_LEVELS",
     "DataError",
     "Dataset",
+    "cifar10_files",
     "load_dataset",
     "pixel_std",
     "through_table",
@@ -168,17 +170,29 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def load_cifar10(data_dir: Path) -> Dataset:
-    """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself), per-channel normalised."""
-    folder = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
+CIFAR10_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
 
-    def batch(name: str) -> tuple[np.ndarray, np.ndarray]:
-        path = folder / name
+
+def cifar10_files(data_dir: Path) -> dict[str, Path]:
+    """The six CIFAR-10 python batches in ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself) by name;
+    DataError naming the first that is missing (checked without reading them)."""
+    folder = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
+    files = {name: folder / name for name in CIFAR10_BATCHES}
+    for path in files.values():
         if not path.is_file():
             raise DataError(
                 f"data file {str(path)!r} does not exist (expected the cifar-10-batches-py folder)"
             )
+    return files
+
+
+@functools.lru_cache(maxsize=2)
+def load_cifar10(data_dir: Path) -> Dataset:
+    """CIFAR-10 from ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself), per-channel normalised."""
+    files = cifar10_files(data_dir)
+
+    def batch(name: str) -> tuple[np.ndarray, np.ndarray]:
+        path = files[name]
         try:
             with open(path, "rb") as fh:
                 d = pickle.load(fh, encoding="bytes")

@@ -2,9 +2,9 @@
 
 The other simulator is **gossipy** (``pip install gossipy-dfl==0.0.1``, M. Polato's gossip-learning
 simulator for PyTorch models; its to-do list names this paper's DFL, which it does not implement). Both
-train the paper's MNIST CNN (Appendix C; gossipy runs dflkit's own :class:`~sim.models.MnistCNN`) on the
-MNIST copy dflkit ships, split i.i.d. over N nodes of a ring, with mini-batches of B = 32 and learning
-rate eta = 0.05, for R rounds:
+train the paper's CNN (Appendix C; gossipy runs dflkit's own :class:`~sim.models.MnistCNN` or
+:class:`~sim.models.CifarCNN`) on MNIST (the copy dflkit ships) or CIFAR-10, split i.i.d. over N nodes of a
+ring, with mini-batches of B = 32 and learning rate eta = 0.05, for R rounds:
 
 * **dflkit**: ``dfl-sim run --algorithm dfl --tau1 1 --tau2 1 --steps 2R`` (Algorithm 1: each round one
   local SGD step on every node, then one gossip step X <- C X with the paper's ring weights), logging
@@ -20,8 +20,8 @@ Both tools' local SGD steps are counted from what they ran (dflkit: from the ste
 moves one model per node (gossipy: to one neighbour; dflkit: a ring node's two neighbours mixed into it).
 The algorithms differ in what a received model does, so the comparison is of cost per local SGD step,
 ``node_steps_per_s``, not of accuracy; each tool's accuracy at the end is reported to show that both
-trained (dflkit: the averaged model on the test set; gossipy: the nodes' mean on 1,000 test samples,
-computed after its clock stops and taken out of its time).
+trained (dflkit: the averaged model on the test set; gossipy: the nodes' mean on 1,000 test samples drawn
+at random, computed after its clock stops and taken out of its time).
 
 Each simulator runs in a fresh Python process. ``wall_s``: from its start to its exit (start-up, imports,
 the data set read, the run and the tool's own outputs; gossipy's less this module's accuracy pass).
@@ -40,6 +40,7 @@ the child process registers an empty module under its name first (gossipy's othe
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -63,15 +64,21 @@ from sim.errors import SimulationError
 __all__ = ["SIMULATORS", "Workload", "gossipy_child", "versus", "versus_rows"]
 
 ROUND_UNITS = 100  # gossipy's time units per round (delta), as in its examples
-ACCURACY_SAMPLES = 1000  # test samples for gossipy's nodes' mean accuracy, after the clock stops
+ACCURACY_SAMPLES = (
+    1000  # test samples (seeded, at random) for gossipy's nodes' mean accuracy, after the clock
+)
+# stops; not the first 1,000: the CIFAR-10 test batch made from shared/data holds them sorted by label
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One comparison point: N nodes of a ring, R rounds, mini-batches of B, learning rate eta."""
+    """One comparison point: N nodes of a ring, R rounds, the data set (mnist or cifar10, with the paper's CNN
+    for it), mini-batches of B, learning rate eta."""
 
     nodes: int
     rounds: int
+    dataset: str = "mnist"
+    data_dir: str | None = None
     batch_size: int = 32
     eta: float = 0.05
     seed: int = 0
@@ -81,6 +88,7 @@ class Workload:
         """The workload as dflkit's run (module docstring): R rounds of one local and one gossip step."""
         steps = 2 * self.rounds
         return RunConfig(
+            dataset=self.dataset, data_dir=self.data_dir, model="cnn",
             algorithm="dfl", tau1=1, tau2=1, nodes=self.nodes, topology="ring", partition="iid",
             batch_size=self.batch_size, eta=self.eta, seed=self.seed, steps=steps, log_every=steps,
             checkpoint_every=steps, checkpoint_seconds=1e9, threads=self.threads, out=str(out),
@@ -88,10 +96,17 @@ class Workload:
 
 
 def versus(
-    simulator: str, nodes: Sequence[int], node_steps: int, repeats: int = 2, threads: int | None = None
+    simulator: str,
+    nodes: Sequence[int],
+    node_steps: int,
+    repeats: int = 2,
+    threads: int | None = None,
+    dataset: str = "mnist",
+    data_dir: str | None = None,
 ) -> dict[str, Any]:
     """dflkit against ``simulator`` at each N of ``nodes``, with R = node_steps // N rounds (so about
-    ``node_steps`` local SGD steps a run), each tool timed ``repeats`` times (module docstring).
+    ``node_steps`` local SGD steps a run), each tool timed ``repeats`` times (module docstring), on
+    ``dataset`` (``mnist``, the shipped copy, or ``cifar10`` from ``data_dir``) with the paper's CNN for it.
 
     Returns ``points``: per N, each tool's runs, their node-steps per second end to end (``wall``) and
     without start-up (``run``) from the repeats' totals, and ``dflkit_over_<simulator>``, dflkit's rate over
@@ -105,6 +120,16 @@ def versus(
     if simulator not in SIMULATORS:
         raise InputError(f"simulator {simulator!r} (expected one of: {', '.join(SIMULATORS)})")
     _check_installed(simulator)
+    if dataset not in ("mnist", "cifar10"):
+        raise InputError(f"dataset = {dataset!r} (expected mnist or cifar10: the paper's CNNs)")
+    if dataset == "cifar10":
+        if data_dir is None:
+            raise InputError(
+                "dataset 'cifar10' needs --data-dir (expected a folder holding cifar-10-batches-py)"
+            )
+        from sim.data import cifar10_files  # (torch loads with it: only for this data set)
+
+        cifar10_files(Path(data_dir))
     if isinstance(nodes, int | str) or not nodes:
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
@@ -116,7 +141,9 @@ def versus(
     works = []
     for n in nodes:
         ring(n)  # a ring of n nodes exists (n >= 3)
-        work = Workload(nodes=n, rounds=max(1, node_steps // n), threads=threads)
+        work = Workload(
+            nodes=n, rounds=max(1, node_steps // n), dataset=dataset, data_dir=data_dir, threads=threads
+        )
         work.dflkit_config("runs/versus").validate()  # the rest of dflkit's limits, before anything runs
         works.append(work)
     tools: dict[str, Callable[[Workload, Path], dict[str, Any]]] = {simulator: SIMULATORS[simulator][1]}
@@ -124,7 +151,7 @@ def versus(
     points: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         for name, tool in tools.items():  # untimed: both start from a warm page cache
-            tool(Workload(nodes=works[0].nodes, rounds=1, threads=threads), Path(folder) / f"warm-{name}")
+            tool(dataclasses.replace(works[0], rounds=1), Path(folder) / f"warm-{name}")
         launch = 0
         for work in works:
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
@@ -230,10 +257,12 @@ def _dflkit(work: Workload, out: Path) -> dict[str, Any]:
     """``dfl-sim run`` of the workload (module docstring) in a fresh process."""
     config = work.dflkit_config(out)
     command = [sys.executable, "-m", "sim", "run", "--json"]
-    flags = ("algorithm", "tau1", "tau2", "nodes", "topology", "partition", "batch_size", "eta", "seed",
-             "steps", "log_every", "checkpoint_every", "checkpoint_seconds", "threads", "out")  # fmt: skip
+    flags = ("dataset", "data_dir", "model", "algorithm", "tau1", "tau2", "nodes", "topology", "partition",
+             "batch_size", "eta", "seed", "steps", "log_every", "checkpoint_every", "checkpoint_seconds",
+             "threads", "out")  # fmt: skip
     for name in flags:
-        command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
+        if getattr(config, name) is not None:
+            command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
     wall, summary = _timed(command, work.threads, "dfl-sim run")
     local = work.nodes * local_step_count("dfl", 1, 1, summary["steps"])
     return {
@@ -279,24 +308,25 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
     from gossipy.node import GossipNode
     from gossipy.simul import GossipSimulator
 
-    from sim.data import load_mnist
-    from sim.models import MnistCNN
+    from sim.data import load_dataset
+    from sim.models import make_model
     from sim.partition import make_partition
 
     torch.set_num_threads(work.threads)
     random.seed(work.seed)
     np.random.seed(work.seed)  # noqa: NPY002  (gossipy draws from numpy's global generator)
     torch.manual_seed(work.seed)
-    data = load_mnist()
+    data = load_dataset(work.dataset, work.data_dir)
     parts = make_partition("iid").split(data.y_train.numpy(), work.nodes, np.random.default_rng(work.seed))
     local_steps = [0]
 
     class PaperCNN(TorchModel):
-        """The paper's MNIST CNN as gossipy's model type (every node starts from the same weights)."""
+        """The paper's CNN for the data set as gossipy's model type (every node starts from the same
+        weights)."""
 
         def __init__(self) -> None:
             super().__init__()
-            self.net = MnistCNN()
+            self.net = make_model("cnn", data.input_shape, data.num_classes)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.net(x)
@@ -340,7 +370,10 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
     simulator.start(n_rounds=work.rounds)
     run = time.perf_counter() - start
     start = time.perf_counter()
-    x, y = data.x_test[:ACCURACY_SAMPLES], data.y_test[:ACCURACY_SAMPLES]
+    sample = np.random.default_rng(work.seed).choice(
+        len(data.y_test), min(ACCURACY_SAMPLES, len(data.y_test)), replace=False
+    )
+    x, y = data.x_test[sample], data.y_test[sample]  # a random sample: a test set may be sorted by label
     with torch.no_grad():
         accuracy = [float((n.model_handler.model(x).argmax(1) == y).float().mean()) for n in nodes.values()]
     return {

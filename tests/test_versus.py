@@ -87,6 +87,9 @@ def test_the_terminal_rows_carry_the_rates_and_ratios(tiny: dict) -> None:
         (("gossipy", [4], 0), "node_steps = 0"),
         (("gossipy", [4], 24, 0), "repeats = 0"),
         (("gossipy", [4], 24, 1, 0), "threads = 0"),
+        (("gossipy", [4], 24, 1, 1, "imagenet"), "dataset = 'imagenet'"),
+        (("gossipy", [4], 24, 1, 1, "cifar10"), "needs --data-dir"),
+        (("gossipy", [4], 24, 1, 1, "cifar10", "/nonexistent"), "'/nonexistent/data_batch_1' does not exist"),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(
@@ -133,10 +136,23 @@ def test_a_failing_child_is_one_error_with_the_end_of_its_output(code: str, mess
 
 
 def test_dflkits_run_is_the_workload_it_states() -> None:
+    cifar = Workload(nodes=5, rounds=7, dataset="cifar10", data_dir="D").dflkit_config("out")
+    assert (cifar.dataset, cifar.data_dir, cifar.model) == ("cifar10", "D", "cnn")
     config = Workload(nodes=5, rounds=7, threads=1).dflkit_config("out")
     assert (config.algorithm, config.tau1, config.tau2, config.steps) == ("dfl", 1, 1, 14)
     assert (config.nodes, config.topology, config.partition, config.batch_size) == (5, "ring", "iid", 32)
     assert config.log_every == config.checkpoint_every == 14  # logged at the start and the end only
+
+
+def test_both_tools_train_the_cifar10_cnn_on_the_same_data(cifar_dir) -> None:
+    """--dataset cifar10: both tools read the data folder and train the paper's CIFAR-10 CNN (a tiny
+    data set of the real format, conftest's cifar_dir)."""
+    out = versus(
+        "gossipy", [3], node_steps=6, repeats=1, threads=1, dataset="cifar10", data_dir=str(cifar_dir)
+    )
+    point = out["points"]["N3"]
+    assert point["workload"]["dataset"] == "cifar10"
+    assert point["gossipy"][0]["local_steps"] == point["dflkit"][0]["local_steps"] == 6
 
 
 def test_the_cli_refuses_an_unknown_simulator_in_one_line() -> None:
