@@ -233,7 +233,13 @@ def stacked_forms_benchmark(
 
 
 def compiled_step_benchmark(
-    model: torch.nn.Module, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, repeats: int, dev: torch.device
+    model: torch.nn.Module,
+    X: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    repeats: int,
+    dev: torch.device,
+    variants: Sequence[str] = ("compiled", "cuda_graph"),
 ) -> dict[str, Any]:
     """The stacked local step's gradients (:meth:`sim.engine.Stack.gradients`, the device's default form) of
     ``model`` at the nodes of X on batches (x, y): eager against the same step with its forward pass and loss
@@ -246,7 +252,7 @@ def compiled_step_benchmark(
     and after each variant, in the order AB BA (``eager_ms``: all its timings; a variant's ratio is over
     the eager timings beside it). A variant that fails (no compiler, a graph break: the compilation is
     ``fullgraph``, so a partly compiled step is an error, not a number) reports ``error`` instead, and the
-    others still run.
+    others still run. ``variants``: which of ``compiled`` and ``cuda_graph`` (CUDA only) to time.
 
     The CUDA graph's step copies this step's X, x, y, w into the graph's static inputs and replays it (what
     a run would do every step); its outputs are the graph's own tensors, which the next replay overwrites.
@@ -301,11 +307,11 @@ def compiled_step_benchmark(
 
         return step, {}
 
-    variants = {"compiled": compiled_variant}
-    if dev.type == "cuda":
-        variants["cuda_graph"] = graph_variant
+    builders = {"compiled": compiled_variant, "cuda_graph": graph_variant}
+    chosen = [v for v in variants if v in builders and (v != "cuda_graph" or dev.type == "cuda")]
     out: dict[str, Any] = {}
-    for name, build in variants.items():
+    for name in chosen:
+        build = builders[name]
         before = _time(eager, repeats, dev)
         try:
             step, extra = build()

@@ -6,7 +6,8 @@
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)
     dfl-sim bench [--quick] [--json] [--device cpu|cuda]
-    dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--dataset D] [--json]
+    dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--threads T]
+                           [--dataset mnist|cifar10 --data-dir DIR] [--json]   (against another simulator)
 
 ``dfl-sim run`` with no arguments runs a quick version of the paper's MNIST ring experiment
 (10 nodes, tau1 = tau2 = 4, label-sorted shards) and says where the results are. Bad

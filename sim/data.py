@@ -33,6 +33,7 @@ __all__ = [
     "Dataset",
     "cifar10_files",
     "load_dataset",
+    "mnist_files",
     "pixel_std",
     "through_table",
 ]
@@ -168,6 +169,16 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
         torch.from_numpy(labels["y_test"].astype(np.int64)),
         10,
     )
+
+
+def mnist_files(directory: Path) -> dict[str, Path]:
+    """MNIST's four IDX files in ``directory`` by role (x_train, ...); DataError naming the first that is
+    missing (checked without reading them)."""
+    files = {role: directory / name for role, name in MNIST_FILES.items()}
+    for path in files.values():
+        if not path.is_file():
+            raise DataError(f"data file {str(path)!r} does not exist (expected a gzip IDX file)")
+    return files
 
 
 CIFAR10_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")

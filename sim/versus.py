@@ -60,6 +60,7 @@ from bounds.graph.topologies import ring
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
 from sim.errors import SimulationError
+from sim.host import allowed_cpus
 
 __all__ = ["SIMULATORS", "Workload", "gossipy_child", "versus", "versus_rows"]
 
@@ -103,13 +104,15 @@ def versus(
     threads: int | None = None,
     dataset: str = "mnist",
     data_dir: str | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
     """dflkit against ``simulator`` at each N of ``nodes``, with R = node_steps // N rounds (so about
     ``node_steps`` local SGD steps a run), each tool timed ``repeats`` times (module docstring), on
     ``dataset`` (``mnist``, the shipped copy, or ``cifar10`` from ``data_dir``) with the paper's CNN for it.
+    ``say``: one line per launch (the CLI writes them to stderr).
 
-    Returns ``points``: per N, each tool's runs, their node-steps per second end to end (``wall``) and
-    without start-up (``run``) from the repeats' totals, and ``dflkit_over_<simulator>``, dflkit's rate over
+    Returns ``points``: per N, each tool's runs, their node-steps per second ``end_to_end`` and
+    ``without_start_up`` from the repeats' totals, and ``dflkit_over_<simulator>``, dflkit's rate over
     the other's (with each repeat's ratio).
 
     Raises:
@@ -130,13 +133,17 @@ def versus(
         from sim.data import cifar10_files  # (torch loads with it: only for this data set)
 
         cifar10_files(Path(data_dir))
+    elif data_dir is not None:
+        from sim.data import mnist_files
+
+        mnist_files(Path(data_dir))
     if isinstance(nodes, int | str) or not nodes:
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
     _at_least("node_steps", node_steps, 1)
     _at_least("repeats", repeats, 1)
-    threads = len(os.sched_getaffinity(0)) if threads is None else threads
+    threads = len(allowed_cpus()) if threads is None else threads
     _at_least("threads", threads, 1)
     works = []
     for n in nodes:
@@ -150,6 +157,9 @@ def versus(
     tools["dflkit"] = _dflkit
     points: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
+        say(
+            f"versus: {len(works)} point(s) x {repeats} repeat(s) x 2 tools, after one untimed launch of each"
+        )
         for name, tool in tools.items():  # untimed: both start from a warm page cache
             tool(dataclasses.replace(works[0], rounds=1), Path(folder) / f"warm-{name}")
         launch = 0
@@ -160,6 +170,8 @@ def versus(
                 launch += 1
                 for name in order:
                     runs[name].append(tools[name](work, Path(folder) / f"{name}-{work.nodes}-{repeat}"))
+                    say(f"versus: N = {work.nodes}, repeat {repeat + 1}/{repeats}: {name} "
+                        f"{runs[name][-1]['wall_s']:.1f} s")  # fmt: skip
             points[f"N{work.nodes}"] = {"workload": asdict(work), **runs, **_rates(runs, simulator)}
     return {"simulator": simulator, "package": SIMULATORS[simulator][0], "threads": threads,
             "repeats": repeats, "points": points}  # fmt: skip
@@ -167,7 +179,8 @@ def versus(
 
 def versus_rows(out: dict[str, Any]) -> dict[str, Any]:
     """:func:`versus`'s result as rows for a terminal (``dfl-sim versus`` without --json): one row per N and
-    tool (node-steps per second end to end and without start-up, accuracy), then dflkit's ratios per N."""
+    tool (node-steps per second end to end and without start-up, accuracy), then dflkit's ratios per N (and
+    each repeat's, end to end)."""
     simulator = out["simulator"]
     runs, ratios = [], []
     for point in out["points"].values():
@@ -176,10 +189,13 @@ def versus_rows(out: dict[str, Any]) -> dict[str, Any]:
             rate = point["node_steps_per_s"][tool]
             accuracy = sum(r["accuracy"] for r in point[tool]) / len(point[tool])
             runs.append({"nodes": work["nodes"], "rounds": work["rounds"], "tool": tool,
-                         "node_steps_per_s": rate["wall"], "without_start_up": rate["run"],
+                         "end_to_end": rate["end_to_end"], "without_start_up": rate["without_start_up"],
                          "accuracy": round(accuracy, 4)})  # fmt: skip
         ratio = point[f"dflkit_over_{simulator}"]
-        ratios.append({"nodes": work["nodes"], "end_to_end": ratio["wall"], "without_start_up": ratio["run"]})
+        by_repeat = point[f"dflkit_over_{simulator}_by_repeat"]
+        ratios.append({"nodes": work["nodes"], "end_to_end": ratio["end_to_end"],
+                       "without_start_up": ratio["without_start_up"],
+                       "end_to_end_by_repeat": by_repeat["end_to_end"]})  # fmt: skip
     head = {k: out[k] for k in ("simulator", "package", "threads", "repeats")}
     return {**head, "runs": runs, f"dflkit_over_{simulator}": ratios}
 
@@ -192,7 +208,7 @@ def _check_installed(simulator: str) -> None:
     try:
         found = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        raise InputError(f"{simulator} is not installed (pip install {package}, or dflkit[versus])") from None
+        raise InputError(f"{simulator} is not installed (pip install {package})") from None
     if found != version:
         raise InputError(f"{distribution} {found} is installed (expected {package}: pip install {package})")
 
@@ -204,15 +220,16 @@ def _at_least(name: str, value: Any, low: int) -> None:
 
 
 def _rates(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:
-    """Each tool's node-steps per second from its repeats' totals (``wall``: every local step the process
-    took over its wall time; ``run``: the run's steps over the run's time), dflkit's over the other's, and
-    each repeat's ratio."""
+    """Each tool's node-steps per second from its repeats' totals (``end_to_end``: every local step the
+    process took over its wall time ``wall_s``; ``without_start_up``: the run's steps over the run's time
+    ``run_s``), dflkit's over the other's, and each repeat's ratio."""
 
     def rate(rows: list[dict[str, Any]], kind: str) -> float:
-        steps = "process_local_steps" if kind == "wall" else "local_steps"
-        return sum(r[steps] for r in rows) / sum(r[f"{kind}_s"] for r in rows)
+        if kind == "end_to_end":
+            return sum(r["process_local_steps"] for r in rows) / sum(r["wall_s"] for r in rows)
+        return sum(r["local_steps"] for r in rows) / sum(r["run_s"] for r in rows)
 
-    kinds = ("wall", "run")
+    kinds = ("end_to_end", "without_start_up")
     rates = {tool: {k: rate(rows, k) for k in kinds} for tool, rows in runs.items()}
     pairs = list(zip(runs["dflkit"], runs[simulator], strict=True))
     return {
@@ -241,7 +258,11 @@ def _timed(command: list[str], threads: int, what: str) -> tuple[float, dict[str
     tail = " | ".join((done.stderr.strip() or done.stdout.strip()).splitlines()[-5:]) or "(nothing printed)"
     tail = tail.removeprefix("dfl-sim: error: ")
     if done.returncode < 0:
-        raise SimulationError(f"{what} was killed by {signal.Signals(-done.returncode).name}: {tail}")
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:  # a real-time signal has no name
+            name = f"signal {-done.returncode}"
+        raise SimulationError(f"{what} was killed by {name}: {tail}")
     if done.returncode != 0:
         raise SimulationError(f"{what} failed (exit {done.returncode}): {tail}")
     try:
@@ -386,4 +407,8 @@ def gossipy_child(work: Workload) -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # the child process of _gossipy: one JSON line on stdout
-    print(json.dumps(gossipy_child(Workload(**json.loads(sys.argv[1])))))
+    try:
+        print(json.dumps(gossipy_child(Workload(**json.loads(sys.argv[1])))))
+    except InputError as exc:  # a data file missing or malformed: its message, not a traceback
+        print(exc, file=sys.stderr)
+        sys.exit(2)

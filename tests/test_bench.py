@@ -264,7 +264,10 @@ def test_the_compiled_step_gives_the_eager_gradients_and_a_failing_variant_is_re
     x, y = torch.randn(3, 4, 1, 28, 28), torch.randint(0, 10, (3, 4))
     cpu = torch.device("cpu")
     out = bench.compiled_step_benchmark(model, X, x, y, 2, cpu)
+    if "InvalidCxxCompiler" in out["compiled"].get("error", ""):
+        pytest.skip("inductor has no C++ compiler on this machine (the eager-backend test still traces)")
     assert set(out) == {"eager_ms", "compiled"}  # no CUDA graph on the CPU
+    assert "error" not in out["compiled"], out["compiled"]
     assert len(out["eager_ms"]) == 2  # before and after the compiled step (A B B A)
     assert out["compiled"]["relative_difference"] < 1e-6
     assert out["compiled"]["ms"] > 0 and out["compiled"]["compile_s"] >= 0
@@ -280,8 +283,8 @@ def test_the_compiled_step_gives_the_eager_gradients_and_a_failing_variant_is_re
     assert len(failed["eager_ms"]) == 1 and failed["eager_ms"][0] > 0
 
 
-@pytest.mark.parametrize("form", ["nchw", "channels_last"])
-def test_the_stacked_cnn_compiles_as_one_graph(form: str) -> None:
+@pytest.mark.parametrize("form", ["nchw", "channels_last", "bmm", None])
+def test_the_stacked_cnn_compiles_as_one_graph(form: str | None) -> None:
     """torch.compile with fullgraph (as the bench compiles it) traces the stacked MNIST CNN's losses without
     a graph break, and gives the eager losses (dynamo's eager backend: no C++ compiler needed)."""
     from sim.models import MnistCNN
@@ -299,7 +302,11 @@ def test_the_full_bench_reports_the_compiled_step_at_its_top_level(monkeypatch: 
 
     def fake(model, X, x, y, repeats, dev):
         seen.append(tuple(X.shape))
-        return {"eager_ms": 2.0, "compiled": {"ms": 3.0, "over_eager": 1.5}, "cuda_graph": {"error": "E"}}
+        return {
+            "eager_ms": [2.0, 2.0],
+            "compiled": {"ms": 3.0, "over_eager": 1.5},
+            "cuda_graph": {"error": "E"},
+        }
 
     monkeypatch.setattr(bench, "_sizes", lambda quick: dataclasses.replace(TINY, compiled=True))
     monkeypatch.setattr(bench, "compiled_step_benchmark", fake)

@@ -250,8 +250,7 @@ def test_every_stacked_form_on_cuda_gives_the_float64_gradients(name: str) -> No
 
 def test_the_step_as_a_cuda_graph_gives_the_eager_gradients() -> None:
     """The bench's CUDA-graph variant of the stacked MNIST step (captured once, replayed) computes what the
-    eager step does; torch.compile either does too or reports why it could not run (no error for the
-    graph, whose capture is this module's own code)."""
+    eager step does (no torch.compile here: a cold inductor compile would take this step's time limit)."""
     from sim.bench import compiled_step_benchmark
     from sim.engine import Stack
     from sim.models import MnistCNN
@@ -261,8 +260,8 @@ def test_the_step_as_a_cuda_graph_gives_the_eager_gradients() -> None:
     model = MnistCNN().to(dev)
     X = Stack(model).flatten(model).repeat(4, 1) + 0.01 * torch.randn(4, Stack(model).d, device=dev)
     x, y = torch.randn(4, 8, 1, 28, 28, device=dev), torch.randint(0, 10, (4, 8), device=dev)
-    out = compiled_step_benchmark(model, X, x, y, 3, dev)
+    out = compiled_step_benchmark(model, X, x, y, 3, dev, variants=("cuda_graph",))
+    assert set(out) == {"eager_ms", "cuda_graph"}
     assert "error" not in out["cuda_graph"], out["cuda_graph"]
-    assert out["cuda_graph"]["relative_difference"] < 1e-5
+    assert out["cuda_graph"]["relative_difference"] < 1e-5  # NaN (a replay that computed nothing) fails
     assert out["cuda_graph"]["ms"] > 0
-    assert "error" in out["compiled"] or out["compiled"]["relative_difference"] < 1e-4

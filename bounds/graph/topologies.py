@@ -43,7 +43,7 @@ __all__ = [
 
 def _check_nodes(name: str, nodes: int, minimum: int) -> int:
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
-        raise InputError(f"nodes = {nodes!r} is not an integer (topology {name!r} expected a whole number)")
+        raise InputError(f"nodes = {nodes!r} is not an integer (expected a whole number; topology {name!r})")
     if nodes < minimum:
         raise InputError(f"nodes = {nodes} is too small for topology {name!r} (expected >= {minimum})")
     return int(nodes)
