@@ -262,8 +262,18 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_versus(args: argparse.Namespace) -> dict[str, Any]:
     from sim.versus import versus, versus_rows
 
+    def say(line: str) -> None:  # a line per launch on stderr (stdout keeps the result, or the JSON)
+        print(line, file=sys.stderr, flush=True)
+
     out = versus(
-        args.simulator, args.nodes, args.node_steps, args.repeats, args.threads, args.dataset, args.data_dir
+        args.simulator,
+        args.nodes,
+        args.node_steps,
+        args.repeats,
+        args.threads,
+        args.dataset,
+        args.data_dir,
+        say,
     )
     return out if args.json else versus_rows(out)
 

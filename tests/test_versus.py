@@ -24,7 +24,9 @@ def tiny() -> dict:
                "--repeats", "2", "--threads", "1", "--json"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    out = json.loads(done.stdout)
+    out["stderr"] = done.stderr
+    return out
 
 
 def test_both_simulators_run_the_workload_and_the_ratios_come_from_their_runs(tiny: dict) -> None:
@@ -60,6 +62,14 @@ def test_both_simulators_run_the_workload_and_the_ratios_come_from_their_runs(ti
             for d, g in zip(point["dflkit"], point["gossipy"], strict=True)
         ]
         assert point["dflkit_over_gossipy_by_repeat"][kind] == pytest.approx(by_repeat, abs=6e-4)
+
+
+def test_each_launch_says_a_line_on_stderr(tiny: dict) -> None:
+    lines = tiny["stderr"].strip().splitlines()
+    assert lines[0].startswith("versus: 1 point(s) x 2 repeat(s) x 2 tools")
+    launches = [line for line in lines if line.startswith("versus: N = 4, repeat ")]
+    assert len(launches) == 4  # two repeats of each tool, order alternating
+    assert [line.split(": ")[2].split()[0] for line in launches] == ["gossipy", "dflkit", "dflkit", "gossipy"]
 
 
 def test_the_terminal_rows_carry_the_rates_and_ratios(tiny: dict) -> None:
