@@ -32,6 +32,7 @@ __all__ = [
     "DataError",
     "Dataset",
     "cifar10_files",
+    "dataset_files",
     "load_dataset",
     "mnist_files",
     "pixel_std",
@@ -103,8 +104,7 @@ class Dataset:
 
 
 def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
-    if not path.is_file():
-        raise DataError(f"data file {str(path)!r} does not exist (expected a gzip IDX file)")
+    """One IDX file (present: :func:`mnist_files` checked it) as an array."""
     try:
         with gzip.open(path, "rb") as fh:
             raw = fh.read()
@@ -154,8 +154,9 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
 
     Cached per process (read-only tensors are shared by the runs of one sweep).
     """
-    images = {k: _read_idx(directory / MNIST_FILES[k], 2051, 3) for k in ("x_train", "x_test")}
-    labels = {k: _read_idx(directory / MNIST_FILES[k], 2049, 1) for k in ("y_train", "y_test")}
+    files = mnist_files(directory)
+    images = {k: _read_idx(files[k], 2051, 3) for k in ("x_train", "x_test")}
+    labels = {k: _read_idx(files[k], 2049, 1) for k in ("y_train", "y_test")}
     table = ((torch.from_numpy(PIXEL_LEVELS.astype(np.float32) / 255.0) - 0.1307) / 0.3081).numpy()
 
     def prep(x: np.ndarray) -> torch.Tensor:  # (x / 255 - 0.1307) / 0.3081 in float32, (n, 1, 28, 28)
@@ -171,14 +172,18 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
     )
 
 
+def _present(files: dict[str, Path], expected: str) -> dict[str, Path]:
+    """``files``, or DataError naming the first that does not exist (and ``expected``, what it should be)."""
+    for path in files.values():
+        if not path.is_file():
+            raise DataError(f"data file {str(path)!r} does not exist (expected {expected})")
+    return files
+
+
 def mnist_files(directory: Path) -> dict[str, Path]:
     """MNIST's four IDX files in ``directory`` by role (x_train, ...); DataError naming the first that is
     missing (checked without reading them)."""
-    files = {role: directory / name for role, name in MNIST_FILES.items()}
-    for path in files.values():
-        if not path.is_file():
-            raise DataError(f"data file {str(path)!r} does not exist (expected a gzip IDX file)")
-    return files
+    return _present({role: directory / name for role, name in MNIST_FILES.items()}, "a gzip IDX file")
 
 
 CIFAR10_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
@@ -188,13 +193,7 @@ def cifar10_files(data_dir: Path) -> dict[str, Path]:
     """The six CIFAR-10 python batches in ``data_dir/cifar-10-batches-py`` (or ``data_dir`` itself) by name;
     DataError naming the first that is missing (checked without reading them)."""
     folder = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
-    files = {name: folder / name for name in CIFAR10_BATCHES}
-    for path in files.values():
-        if not path.is_file():
-            raise DataError(
-                f"data file {str(path)!r} does not exist (expected the cifar-10-batches-py folder)"
-            )
-    return files
+    return _present({name: folder / name for name in CIFAR10_BATCHES}, "the cifar-10-batches-py folder")
 
 
 @functools.lru_cache(maxsize=2)
@@ -330,6 +329,22 @@ def load_npz(path: Path) -> Dataset:
     )
 
 
+def _cifar10_dir(data_dir: str | Path | None) -> Path:
+    if data_dir is None:
+        raise DataError("dataset 'cifar10' needs --data-dir (expected a folder holding cifar-10-batches-py)")
+    return Path(data_dir)
+
+
+def dataset_files(name: str, data_dir: str | Path | None = None) -> dict[str, Path]:
+    """The files :func:`load_dataset` reads for ``mnist`` or ``cifar10``, checked present without reading
+    them (DataError as load_dataset gives it)."""
+    if name == "mnist":
+        return mnist_files(Path(data_dir) if data_dir else MNIST_DIR)
+    if name == "cifar10":
+        return cifar10_files(_cifar10_dir(data_dir))
+    raise DataError(f"dataset {name!r} has no fixed files (expected mnist or cifar10)")
+
+
 def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
     """``mnist`` (shipped), ``cifar10`` (needs data_dir) or ``npz:PATH``."""
     if not isinstance(name, str):
@@ -337,9 +352,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
     if name == "mnist":
         return load_mnist(Path(data_dir) if data_dir else MNIST_DIR)
     if name == "cifar10":
-        if data_dir is None:
-            raise DataError("dataset 'cifar10' needs --data-dir (a folder holding cifar-10-batches-py)")
-        return load_cifar10(Path(data_dir))
+        return load_cifar10(_cifar10_dir(data_dir))
     if name.startswith("npz:"):
         return load_npz(Path(name.removeprefix("npz:")))
     raise DataError(f"unknown dataset {name!r} (expected mnist, cifar10 or npz:PATH)")

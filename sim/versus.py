@@ -65,10 +65,9 @@ from sim.host import allowed_cpus
 __all__ = ["SIMULATORS", "Workload", "gossipy_child", "versus", "versus_rows"]
 
 ROUND_UNITS = 100  # gossipy's time units per round (delta), as in its examples
-ACCURACY_SAMPLES = (
-    1000  # test samples (seeded, at random) for gossipy's nodes' mean accuracy, after the clock
-)
-# stops; not the first 1,000: the CIFAR-10 test batch made from shared/data holds them sorted by label
+# test samples (seeded, at random) for gossipy's nodes' mean accuracy, after the clock stops; not the first
+# 1,000: a CIFAR-10 test batch may be sorted by label (this project's machines' copy is)
+ACCURACY_SAMPLES = 1000
 
 
 @dataclass(frozen=True)
@@ -125,18 +124,10 @@ def versus(
     _check_installed(simulator)
     if dataset not in ("mnist", "cifar10"):
         raise InputError(f"dataset = {dataset!r} (expected mnist or cifar10: the paper's CNNs)")
-    if dataset == "cifar10":
-        if data_dir is None:
-            raise InputError(
-                "dataset 'cifar10' needs --data-dir (expected a folder holding cifar-10-batches-py)"
-            )
-        from sim.data import cifar10_files  # (torch loads with it: only for this data set)
+    if dataset == "cifar10" or data_dir is not None:  # the shipped MNIST needs no check (nor torch)
+        from sim.data import dataset_files
 
-        cifar10_files(Path(data_dir))
-    elif data_dir is not None:
-        from sim.data import mnist_files
-
-        mnist_files(Path(data_dir))
+        dataset_files(dataset, data_dir)
     if isinstance(nodes, int | str) or not nodes:
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
@@ -278,12 +269,10 @@ def _dflkit(work: Workload, out: Path) -> dict[str, Any]:
     """``dfl-sim run`` of the workload (module docstring) in a fresh process."""
     config = work.dflkit_config(out)
     command = [sys.executable, "-m", "sim", "run", "--json"]
-    flags = ("dataset", "data_dir", "model", "algorithm", "tau1", "tau2", "nodes", "topology", "partition",
-             "batch_size", "eta", "seed", "steps", "log_every", "checkpoint_every", "checkpoint_seconds",
-             "threads", "out")  # fmt: skip
-    for name in flags:
-        if getattr(config, name) is not None:
-            command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
+    for field in dataclasses.fields(RunConfig):  # the config's values that are not dfl-sim run's defaults
+        value = getattr(config, field.name)
+        if value != field.default:
+            command += [f"--{field.name.replace('_', '-')}", str(value)]
     wall, summary = _timed(command, work.threads, "dfl-sim run")
     local = work.nodes * local_step_count("dfl", 1, 1, summary["steps"])
     return {
