@@ -696,7 +696,8 @@ def lemma13_from_122(ctx: CheckContext, bound_of: Any) -> Outcome:
     return Outcome(
         "violated" if bad else "holds",
         summary + ". The printed constants are what Lemma 12 gives for the step 8/(mu tau1 (a+k)); at the "
-        "stated step it gives bound_repaired (noise x tau1/2, higher order x tau1^2/4; none at tau1 = 1).",
+        "stated step it gives bound_repaired (noise x tau1/2, higher order x tau1^2/4; at tau1 = 1, where "
+        "Lemma 12 does not apply, the recursion's exact worst case in closed form).",
         {"table": rows},
     )
 

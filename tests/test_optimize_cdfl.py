@@ -20,7 +20,7 @@ CANDIDATES = [("identity", None), ("top_k", 100), ("rand_k", 670), ("gossip", 0.
 
 @pytest.mark.parametrize("bound", ["paper", "repaired"])
 def test_optimum_equals_brute_force(bound: str) -> None:
-    """Lemma 13 as printed, or its last step repaired (bound_repaired: no tau1 = 1 cell), brute-forced."""
+    """Lemma 13 as printed, or its last step repaired (bound_repaired, tau1 = 1 included), brute-forced."""
     r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=5, max_tau2=5, candidates=CANDIDATES,
                       bound=bound)  # fmt: skip
     best = (math.inf, None)
@@ -51,7 +51,9 @@ def test_an_unknown_cdfl_bound_is_refused() -> None:
     with pytest.raises(InputError, match="bound = 'lemma13' is unknown"):
         optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, bound="lemma13")
     r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=1, bound="repaired")
-    assert not r.success and "has a finite repaired bound within the budget (none with tau1 = 1)" in r.message
+    assert r.success and r.tau1 == 1 and math.isfinite(r.bound)  # tau1 = 1: (122)'s exact worst case
+    b = cdfl_bound(**PROBLEM, tau1=1, tau2=r.tau2, K=r.rounds, delta=1.0)
+    assert r.bound == pytest.approx(b.bound_repaired, rel=1e-12) and "identity" in r.message
     settings = PlanSettings(budget_bits=1e6, mu=0.1, G2=1.0, bound="non-iid")
     with pytest.raises(InputError, match="bound = 'non-iid' is not a C-DFL bound"):
         settings.validate("cdfl")  # a C-DFL plan used to drop it in silence

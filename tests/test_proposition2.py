@@ -235,4 +235,38 @@ def test_the_repaired_lemma13_bounds_the_recursion_and_the_printed_one_does_not(
         cf.lemma13_bound_stated_step(1.0, 0.1, 1.0, 10, tau1, 1000, r.a, 1.0, 0, 0, 0)[1] / r.terms["noise"]
     )
     assert noise_ratio == pytest.approx(tau1 / 2)
-    assert np.isinf(cdfl_bound(**{**inputs, "tau1": 1}, zeta=0.87, delta=0.5, beta_mix=4 / 3).bound_repaired)
+
+
+@pytest.mark.parametrize(("a", "K", "d"), [(20.0, 30, 0.0), (60.0, 50, 3.0), (17.0, 200, 0.5), (2.5, 3, 1.0)])
+def test_the_tau1_one_repair_is_the_exact_worst_case_of_122(a: float, K: int, d: float) -> None:
+    """At tau1 = 1 the closed form (V_m telescoped, H1 and H2 by digamma) equals a linear programme over every
+    sequence a_k, e_k >= 0 obeying (122) with its bracket fixed; Lemma 12's form there (what the proof would
+    give were Lemma 12 applicable) falls below that worst case, so it would be a wrong claim."""
+    mu, L, sigma2, N, a0 = 0.1, 1.0, 1.0, 10, 2.0
+    k = np.arange(K, dtype=float)
+    eta = 4 / (mu * (a + k))
+    r = eta**2 * sigma2 / N + eta**3 * cf.lemma13_bracket(L, mu, sigma2, N, 1, d)
+    exact = _worst_case_by_linear_programme(mu, 1, K, a, a0, r)
+    closed = sum(cf.lemma13_bound_stated_step_tau1_one(L, mu, sigma2, N, K, a, a0, d, 0.0, 0.0))
+    assert closed == pytest.approx(exact, rel=1e-9)
+    assert sum(cf.lemma13_bound_stated_step(L, mu, sigma2, N, 1, K, a, a0, d, 0.0, 0.0)) < exact
+
+
+@pytest.mark.parametrize("G2", [0.0, 1.0])
+@pytest.mark.parametrize("K", [1, 100, 10_000])
+def test_the_repaired_lemma13_at_tau1_one(G2: float, K: int) -> None:
+    """cdfl_bound's bound_repaired at tau1 = 1 (inf before: Lemma 12 does not apply) bounds the recursion's
+    exact worst case with D1, D2, D3 at each round, and equals it where the D's vanish (G^2 = 0: the bracket
+    is fixed); on a grid the tau1 = 1 cells take this form and the others Lemma 12's."""
+    from bounds.cdfl.recursion import worst_case_122
+
+    inputs = dict(L=1.0, mu=0.1, sigma2_bar=1.0, G2=G2, N=10, tau1=1, tau2=4, K=K)
+    r = cdfl_bound(**inputs, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    assert np.isfinite(r.bound_repaired) and r.a_repaired == r.a  # (121)'s condition is the printed one at 1
+    worst = worst_case_122(**inputs, a=r.a, p=r.p, theta=r.theta, init_dist2=1.0)
+    assert worst <= r.bound_repaired * (1 + 1e-12)
+    if G2 == 0:
+        assert worst == pytest.approx(r.bound_repaired, rel=1e-9)
+    grid = cdfl_bound(**{**inputs, "tau1": [1, 2]}, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    two = cdfl_bound(**{**inputs, "tau1": 2}, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
+    assert grid.bound_repaired.tolist() == pytest.approx([r.bound_repaired, two.bound_repaired], rel=1e-14)

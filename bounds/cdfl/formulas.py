@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scipy.special import digamma, polygamma
+
 __all__ = [
     "D1",
     "D2",
@@ -28,6 +30,7 @@ __all__ = [
     "lemma11_phi_bound",
     "lemma13_bound",
     "lemma13_bound_stated_step",
+    "lemma13_bound_stated_step_tau1_one",
     "lemma13_bracket",
     "lemma13_largest_eta",
     "lemma13_step_condition_lhs",
@@ -178,14 +181,61 @@ def lemma13_bound_stated_step(
     i.e. the printed terms times 2 / tau1, tau1 / 2 and tau1^2 / 4: the printed noise and higher-order terms
     are too small for tau1 >= 3. The printed constants are what Lemma 12 gives for the step
     eta_k = 8 / (mu tau1 (a + k)) (Lemma 12's step eta_k tau1 / 2). For tau1 = 1 the contraction
-    1 - mu eta_k / 2 is weaker than Lemma 12's and these terms bound nothing (the caller sets them to
-    inf). :func:`bounds.cdfl.recursion.worst_case_122` computes the recursion's exact worst case.
+    1 - mu eta_k / 2 is weaker than Lemma 12's and these terms bound nothing
+    (:func:`lemma13_bound_stated_step_tau1_one` bounds that case).
+    :func:`bounds.cdfl.recursion.worst_case_122` computes the recursion's exact worst case.
     """
     S = weight_sum(a, K)
     Q = lemma13_bracket(L, mu, sigma2_bar, N, tau1, d1, d2, d3)
     initial = mu * a**3 * init_dist2 / (4 * S)
     noise = 2 * K * (K + 2 * a) * tau1**2 * sigma2_bar / (mu * S * N)
     higher = 16 * K * tau1**2 * Q / (mu**2 * S)
+    return initial, noise, higher
+
+
+def lemma13_bound_stated_step_tau1_one(
+    L: Any,
+    mu: Any,
+    sigma2_bar: Any,
+    N: Any,
+    K: Any,
+    a: Any,
+    init_dist2: Any,
+    d1: Any,
+    d2: Any,
+    d3: Any,
+) -> tuple[Any, Any, Any]:
+    """Our repair of Lemma 13's last step at tau1 = 1, where Lemma 12 does not apply: the exact worst case of
+    (122)'s recursion (the terms of :func:`lemma13_bound`, in the same order), in closed form.
+
+    At tau1 = 1, (122) is a_{k+1} <= c_k a_k - eta_k e_k + eta_k^2 B + eta_k^3 Q with c_k = 1 - mu eta_k / 2
+    = 1 - 2 / x_k, x_k = a + k, B = sigma_bar^2 / N and Q (:func:`lemma13_bracket`, D1, D2, D3 at round K,
+    which bound every round's). Lemma 12 needs c_k <= 1 - mu eta_k = 1 - 4 / x_k. Without it, a unit of the
+    right side available at round m is worth at most V_m = max_{j >= m} (w_j / eta_j) prod_{m < i <= j} c_i
+    of sum_k w_k e_k (:mod:`bounds.cdfl.recursion`), and that product telescopes:
+    prod_{m < i <= j} (x_i - 2) / x_i = x_m (x_m - 1) / (x_j (x_j - 1)), so
+    V_m = (mu / 4) x_m (x_m - 1) max_{j >= m} x_j^2 / (x_j - 1) = (mu / 4) x_m (x_m - 1) g,
+    g = X^2 / (X - 1), X = a + K - 1 (x^2 / (x - 1) grows for x >= 2, and a >= 16 kappa > 2): the worst
+    sequence spends nothing before the last round. Then (c_0 a_0 V_0 + sum_m (eta_m^2 B + eta_m^3 Q) V_m)
+    / S_K is, with H1 = sum_{k<K} 1 / x_k = psi(a + K) - psi(a) and H2 = sum_{k<K} 1 / x_k^2
+    = psi'(a) - psi'(a + K):
+
+    mu (a - 1)(a - 2) g ||u0 - u*||^2 / (4 S_K),  4 (K - H1) g sigma_bar^2 / (mu S_K N),
+    16 (H1 - H2) g Q / (mu^2 S_K),
+
+    exact for (122) with Q fixed (a linear programme over every sequence a_k, e_k >= 0 gives the same,
+    tested). Against Lemma 12's terms at tau1 = 2 the first is O(1 / K^2) instead of O(1 / K^3) and the last
+    has a log K: the slower contraction lets the worst case hold its budget back to the end.
+    """
+    S = weight_sum(a, K)
+    Q = lemma13_bracket(L, mu, sigma2_bar, N, 1, d1, d2, d3)
+    X = a + K - 1
+    g = X**2 / (X - 1)
+    H1 = digamma(a + K) - digamma(a)
+    H2 = polygamma(1, a) - polygamma(1, a + K)
+    initial = mu * (a - 1) * (a - 2) * g * init_dist2 / (4 * S)
+    noise = 4 * (K - H1) * g * sigma2_bar / (mu * S * N)
+    higher = 16 * (H1 - H2) * g * Q / (mu**2 * S)
     return initial, noise, higher
 
 

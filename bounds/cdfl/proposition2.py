@@ -33,7 +33,9 @@ Finding (the proof's last step, ``dfl-check``'s lemma13-from-122): Lemma 13's co
 Lemma 12 gives from (122) with the step eta_k = 8 / (mu tau1 (a + k)), not with the lemma's
 eta_k = 4 / (mu (a + k)); with the latter (tau1 >= 2) Lemma 12 gives ``bound_repaired``, whose noise
 and higher-order terms are tau1 / 2 and tau1^2 / 4 times the printed ones, and the exact worst case of
-(122)'s recursion (:mod:`bounds.cdfl.recursion`) exceeds the printed bound from tau1 = 3 on.
+(122)'s recursion (:mod:`bounds.cdfl.recursion`) exceeds the printed bound from tau1 = 3 on. At tau1 = 1
+(122)'s contraction 1 - mu eta_k / 2 is weaker than Lemma 12 needs; ``bound_repaired`` is there the
+recursion's exact worst case in closed form (:func:`bounds.cdfl.formulas.lemma13_bound_stated_step_tau1_one`).
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ class CDFLBound(Result):
         bound: Lemma 13's bound on F(w_avg^(K)) - F*.
         bound_repaired: what Lemma 12 gives from (122) at the lemma's step eta_k = 4 / (mu (a + k))
             (:func:`bounds.cdfl.formulas.lemma13_bound_stated_step`): the printed noise and higher-order
-            terms are too small for tau1 >= 3 (by tau1 / 2 and tau1^2 / 4); inf at tau1 = 1, where
-            Lemma 12 does not apply. It repairs the last step only, at ``a_repaired``, where (121)'s
+            terms are too small for tau1 >= 3 (by tau1 / 2 and tau1^2 / 4). At tau1 = 1, where Lemma 12
+            does not apply, the exact worst case of (122)'s recursion in closed form
+            (:func:`bounds.cdfl.formulas.lemma13_bound_stated_step_tau1_one`; its last term has a log K
+            more than Lemma 12's form). It repairs the last step only, at ``a_repaired``, where (121)'s
             bracket condition (with its tau1^2, :func:`bounds.cdfl.formulas.step_condition_121_lhs`) holds,
             which (122) needs and the printed condition does not give; the earlier steps are the paper's.
         a_repaired: the shift of the repaired bound's schedule: the smallest a >= 16 kappa meeting (121)'s
@@ -199,13 +203,19 @@ def cdfl_bound(
         # the repair needs (121)'s own bracket condition (with tau1^2), stronger than the printed one: its a
         a_rep = smallest_a(cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"])) if a is None else a_
         holds_121 = cf.step_condition_121_lhs(v["L"], v["mu"], t1, 4 / (v["mu"] * a_rep), v["alpha"]) <= 0
-        repaired = sum(
+        by_lemma12 = sum(
             cf.lemma13_bound_stated_step(
                 v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_rep, init, d["D1"], d["D2"], d["D3"]
             )
         )
-        # tau1 = 1: Lemma 12 does not apply to (122); a given a that misses (121)'s condition: no (122)
-        repaired = np.where((t1 >= 2) & holds_121 & (a_rep >= 16 * kappa * (1 - 1e-12)), repaired, np.inf)
+        at_tau1_one = sum(  # Lemma 12 does not apply to (122) at tau1 = 1: its exact worst case there
+            cf.lemma13_bound_stated_step_tau1_one(
+                v["L"], v["mu"], v["sigma2_bar"], v["N"], K_, a_rep, init, d["D1"], d["D2"], d["D3"]
+            )
+        )
+        repaired = np.where(t1 >= 2, by_lemma12, at_tau1_one)
+        # a given a that misses (121)'s condition (or a >= 16 kappa): no (122), no bound
+        repaired = np.where(holds_121 & (a_rep >= 16 * kappa * (1 - 1e-12)), repaired, np.inf)
         order = cf.proposition2_order_terms(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )

@@ -69,8 +69,8 @@ def optimize_cdfl(
     ``candidates`` are (name, parameter) pairs for :func:`bounds.cdfl.compression.make_compressor`;
     the default is :func:`default_candidates`. ``bound``: ``paper`` (Lemma 13 as printed) or
     ``repaired`` (what Lemma 12 gives from (122) at the lemma's step: ``CDFLBound.bound_repaired``,
-    README Finding 12; no cell with tau1 = 1). The result's grid has one row per (compressor, tau1, tau2)
-    cell, with its delta and message bits.
+    README Finding 12; at tau1 = 1 the exact worst case of (122)). The result's grid has one row per
+    (compressor, tau1, tau2) cell, with its delta and message bits.
     """
     if bound not in CDFL_BOUNDS:
         raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
@@ -119,8 +119,8 @@ def optimize_cdfl(
     grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
     if not np.isfinite(grid["bound"]).any():
         why = "meets Lemma 13's conditions within the budget"
-        if bound == "repaired":  # its conditions may hold where the repaired bound is inf (tau1 = 1)
-            why = "has a finite repaired bound within the budget (none with tau1 = 1)"
+        if bound == "repaired":  # the printed conditions may hold where (121)'s does not (bound_repaired inf)
+            why = "has a finite repaired bound within the budget"
         return OptimizeResult.nothing_finite(f"no (compressor, tau1, tau2) {why}", grid)
     at, cells = pick(grid, grid["bound"], runners_up)
     steps = at["rounds"] * (at["tau1"] + at["tau2"])
