@@ -9,8 +9,10 @@ plan's folder, named as such), a folder given twice and an unwritable output are
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -32,21 +34,44 @@ IGNORED_SETTINGS = (
 )
 
 
-def read_metrics(folder: Path, x: str) -> pd.DataFrame:
-    """A run's metrics.csv with the columns the figure needs and at least one row."""
+def read_metrics(folder: Path, x: str, note: Callable[[str], None] = lambda line: None) -> pd.DataFrame:
+    """A run's metrics.csv with the columns the figure needs, numbers in them, and at least one row.
+
+    dfl-sim writes a row and its newline at once, so a last line without a newline is a row cut off (a run
+    still writing, or stopped mid-row): it is left out, and ``note`` is told (its cut number would
+    otherwise be drawn: ``3.5e-09`` cut to ``3.5e-0``). A cell that is not a number is an InputError
+    naming its row and column."""
     _check_run_folder(folder)
     path = folder / "metrics.csv"
     if not path.is_file():
         raise InputError(f"{path} does not exist (expected a dfl-sim run folder)")
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path} is not a readable CSV ({exc}; expected a dfl-sim metrics.csv)") from None
-    missing = [c for c in (x, *(c for c, _ in RUN_PANELS)) if c not in frame.columns]
+    if text and not text.endswith("\n") and "\n" in text:
+        text = text[: text.rindex("\n") + 1]
+        note(f"{path}: its last line is cut off (a run still writing, or stopped mid-row): left out")
+    try:
+        frame = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path} is not a readable CSV ({exc}; expected a dfl-sim metrics.csv)") from None
+    needed = (x, *(c for c, _ in RUN_PANELS))
+    missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise InputError(f"{path} lacks the columns {', '.join(missing)} (expected a dfl-sim metrics.csv)")
     if frame.empty:
         raise InputError(f"{path} has no rows yet (expected at least one logged step)")
+    for column in needed:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna() & frame[column].notna()
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                f"{path}: {column} = {frame[column].iloc[row]!r} in row {row + 1} is not a number "
+                "(expected a dfl-sim metrics.csv)"
+            )
+        frame[column] = values
     return frame
 
 
@@ -125,16 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folders = [Path(f) for f in args.runs]
     try:
-        frames = dict(zip(labels(folders), (read_metrics(f, args.x) for f in folders), strict=True))
+        note = lambda line: print(f"dfl-plot: {line}", file=sys.stderr)  # noqa: E731
+        frames = dict(zip(labels(folders), (read_metrics(f, args.x, note) for f in folders), strict=True))
         target = Path(args.out) if args.out else folders[0] / "curves"
         if target.is_dir() or (args.out or "").endswith("/"):  # a folder: the figure goes into it
             target = target / "curves"
         try:
             paths = save(run_curves(frames, args.x), target)
         except OSError as exc:
-            raise InputError(
-                f"cannot write {target} ({exc.strerror or exc}; expected a writable path)"
-            ) from None
+            blocking = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+            why = f"{blocking} is a file, not a folder" if blocking else exc.strerror or exc
+            raise InputError(f"cannot write {target} ({why}; expected a writable path)") from None
     except InputError as exc:
         print(f"dfl-plot: error: {exc}", file=sys.stderr)
         return 2

@@ -215,3 +215,31 @@ def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() 
     assert "smallest over the cell's rows" in fig.axes[1].get_ylabel()
     with pytest.raises(InputError, match=r"column 'tau1' holds .* \(expected numbers\)"):
         bound_heatmap(grid.assign(tau1=grid["tau1"].astype(str)))
+
+
+def test_dfl_plot_leaves_out_a_row_cut_off_and_refuses_a_cell_that_is_no_number(tmp_path, capsys) -> None:
+    """A run killed mid-row leaves a last line without its newline: its cut number (3.5e-09 cut to 3.5e-0)
+    used to be drawn; it is left out with a note. A cell that is no number used to become NaN in silence."""
+    from plots.__main__ import read_metrics
+
+    run = tmp_path / "run"
+    run.mkdir()
+    text = _metrics(np.arange(0, 50, 10)).to_csv(index=False)
+    (run / "metrics.csv").write_text(text + "50,50.0,0.1,0.9,3.5e-0")
+    notes: list[str] = []
+    frame = read_metrics(run, "step", notes.append)
+    assert frame["step"].tolist() == [0, 10, 20, 30, 40] and len(notes) == 1 and "cut off" in notes[0]
+    assert main([str(run)]) == 0 and "its last line is cut off" in capsys.readouterr().err
+    (run / "metrics.csv").write_text(text)
+    assert read_metrics(run, "step", notes.append)["step"].tolist() == [0, 10, 20, 30, 40] and len(notes) == 1
+    lines = text.splitlines()
+    cells = lines[2].split(",")
+    column = lines[0].split(",").index("train_loss")
+    cells[column] = "abc"
+    (run / "metrics.csv").write_text("\n".join([*lines[:2], ",".join(cells), *lines[3:]]) + "\n")
+    assert main([str(run)]) == 2
+    assert "train_loss = 'abc' in row 2 is not a number" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("")
+    (run / "metrics.csv").write_text(text)
+    assert main([str(run), "--out", str(tmp_path / "afile" / "x.png")]) == 2
+    assert "afile is a file, not a folder" in capsys.readouterr().err

@@ -116,6 +116,24 @@ def test_general_condition_is_stricter_with_variance_growth() -> None:
     assert r1.lemma1_lhs == pytest.approx(BASE["eta"] * BASE["L"] * (1 + 1.5 / BASE["N"]))
 
 
+def test_variance_growth_that_breaks_the_general_condition_is_no_success() -> None:
+    """With beta_var > 0 the bound needs the general condition (end of Appendix A) and Lemma 1's, not (eta)
+    alone: success used to say True with both failing; the repairs, derived for beta_var = 0, are inf."""
+    eta = 0.5 * dfl_bound(**BASE).eta_max  # (eta) holds
+    top = dfl_bound(**{**BASE, "eta": eta}, beta_var=1e3).general_eta_max
+    assert top < eta
+    bad = dfl_bound(**{**BASE, "eta": eta}, beta_var=1e3)
+    assert bad.eta_condition_ok and not bad.general_condition_ok and not bad.lemma1_ok and not bad.success
+    assert "the general condition (end of Appendix A) and Lemma 1's condition fail" in bad.message
+    assert f"the largest eta for both is {top:.6g}" in bad.message
+    assert np.isinf(bad.bound_repaired) and np.isinf(bad.bound_non_iid) and np.isfinite(bad.bound)
+    good = dfl_bound(**{**BASE, "eta": top}, beta_var=1e3)
+    assert good.success and "derived for beta_var = 0" in good.message and np.isinf(good.bound_repaired)
+    grid = dfl_bound(**{**BASE, "eta": eta}, beta_var=[0.0, 1e3])
+    assert grid.success.tolist() == [True, False] and np.isfinite(grid.bound_repaired[0])
+    assert "fail (at 1 of 2 points)" in grid.message
+
+
 def test_grid_in_one_call_equals_pointwise_calls() -> None:
     tau1, tau2, zeta = [1, 2, 5], [0, 1, 3, 9], [0.0, 0.5, 0.87, 1.0]
     scalars = {k: v for k, v in BASE.items() if k not in ("tau1", "tau2", "zeta")}

@@ -46,10 +46,11 @@ class DFLBound(Result):
             the local steps only: 2 gap / (eta n_local) + eta L sigma^2 / N
             + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
             n_local = K tau1 + min(tail, tau1) the local steps among the T (identical nodes,
-            independent noises, under (eta)).
+            independent noises, under (eta)); derived for beta_var = 0, so inf where beta_var > 0.
         bound_non_iid: the repair for non-i.i.d. data (heterogeneity varsigma^2, README Finding 6):
             2 gap / (eta n_local) + eta L sigma^2 / N + drift_term_repaired, a bound on the same
-            local-step average, under eta L <= 1 and rho_D <= 1/2 (``non_iid_condition_ok``).
+            local-step average, under eta L <= 1 and rho_D <= 1/2 (``non_iid_condition_ok``);
+            derived for beta_var = 0, so inf where beta_var > 0.
         sync_sgd_term: 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N.
         local_drift_term: 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1).
         drift_term_paper: the same term, under the name of the drift comparison: the paper's
@@ -100,8 +101,11 @@ class DFLBound(Result):
 
     @property
     def success(self) -> Any:
-        """True where the bound is guaranteed: condition (eta) holds and the bound is finite."""
-        return scalar_or_array(np.logical_and(self.eta_condition_ok, np.isfinite(self.bound)))
+        """True where the bound is guaranteed: condition (eta), the general condition at the end of Appendix
+        A and Lemma 1's hold (the last two are (eta) and implied by it where beta_var = 0), and the bound
+        is finite."""
+        ok = self.eta_condition_ok & np.asarray(self.general_condition_ok) & np.asarray(self.lemma1_ok)
+        return scalar_or_array(np.logical_and(ok, np.isfinite(self.bound)))
 
     def frame(self) -> Any:
         """The (broadcast) inputs and every numeric field as a pandas DataFrame, one row per point."""
@@ -230,6 +234,8 @@ def dfl_bound(
             rho <= 0.5 * (1 + CONDITION_RTOL)
         )
         out["non_iid_eta_max"] = mixing(f.eta_max_non_iid(L_, t1, t2, z), 0.0)
+    for name in ("bound_repaired", "bound_non_iid"):  # derived for beta_var = 0 (README Finding 0, 6)
+        out[name] = np.where(bv > 0, np.inf, out[name])
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
     out = {k: scalar_or_array(np.asarray(v)) for k, v in out.items()}
@@ -239,9 +245,31 @@ def dfl_bound(
                        np.asarray(out["eta_max"]), tail, t1)  # fmt: skip
     if (v2 > 0).any():
         message = "; ".join(filter(None, [message, _non_iid_note(out)]))
+    if (bv > 0).any():
+        message = "; ".join(filter(None, [message, _variance_growth_note(out, bv)]))
     # gossip mixes, yet no finite number: float64 overflowed (gap = 1e308, say)
     message = "; ".join(filter(None, [message, overflow_note(out["bound"], ~never_mixes)]))
     return DFLBound(**out, message=message, inputs=inputs)
+
+
+def _variance_growth_note(out: dict[str, Any], beta_var: np.ndarray) -> str:
+    """What beta_var > 0 changes: the general condition and Lemma 1's must hold too (where they fail, the
+    bound is not guaranteed), and the repairs, derived for beta_var = 0, are inf there."""
+    general, lemma1 = np.asarray(out["general_condition_ok"]), np.asarray(out["lemma1_ok"])
+    notes = []
+    if not (general.all() and lemma1.all()):
+        names = [name for name, ok in (("the general condition (end of Appendix A)", general),
+                                       ("Lemma 1's condition", lemma1)) if not ok.all()]  # fmt: skip
+        failed = " and ".join(names) + (" fail" if len(names) == 2 else " fails")
+        where = (
+            f"with beta_var = {float(beta_var):g}; the largest eta for both is "
+            f"{float(out['general_eta_max']):.6g}"
+            if general.ndim == 0
+            else f"at {int((~(general & lemma1)).sum())} of {general.size} points"
+        )
+        notes.append(f"{failed} ({where}): the bound is not guaranteed there")
+    notes.append("bound_repaired and bound_non_iid are derived for beta_var = 0: inf where beta_var > 0")
+    return "; ".join(notes)
 
 
 def _non_iid_note(out: dict[str, Any]) -> str:
