@@ -78,6 +78,8 @@ def key_value_table(out: dict[str, Any]) -> str:
 
 def writable_folder(path: str | Path, what: str) -> Path:
     """``path``, created if need be and checked writable by a probe file; else InputError naming ``what``."""
+    if not str(path).strip():  # Path("") is the current folder: an empty --out wrote there
+        raise InputError(f"{what} = {str(path)!r} is empty (expected a folder path)")
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -38,9 +38,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="reduced grids (default)")
     mode.add_argument("--full", action="store_true", help="the full grids")
-    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these checks (--list names them)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        help="run only these checks (--list names them; given twice, both lists)",
+    )
     parser.add_argument("--list", action="store_true", help="list the checks' ids and stop")
-    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the checks as JSON (with --estimate: the estimate)"
+    )
     parser.add_argument("--out", default="paper_checks_out", help="report folder (default paper_checks_out)")
     parser.add_argument(
         "--cifar-dir",
@@ -68,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and stop (the swept runs stay cached for the checks)",
     )
     parser.add_argument(
-        "--sample-every", type=int, default=6, metavar="K", help="--time-sweep: time every K-th run alone"
+        "--sample-every", type=int, metavar="K", help="--time-sweep: time every K-th run alone (default 6)"
     )
     args = parser.parse_args(argv)
     quick = not args.full
@@ -78,9 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         retain_freed_memory()
         check_device(args.device)
+        if args.sample_every is not None and not args.time_sweep:
+            raise InputError(f"--sample-every = {args.sample_every} without --time-sweep (expected both)")
+        if args.sample_every is None:
+            args.sample_every = 6
         if args.sample_every < 1:
             raise InputError(f"--sample-every = {args.sample_every} (expected a whole number >= 1)")
-        out = writable_folder(args.out, "--out")
+        if not args.list:  # listing writes nothing
+            out = writable_folder(args.out, "--out")
     except InputError as exc:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
@@ -129,13 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     guess = estimate(chosen, context, out / "cache")
     print(f"dfl-check: {len(chosen)} checks, estimated {guess.line()}", file=sys.stderr, flush=True)
     if args.estimate:
+        if args.json:
+            print(json.dumps({"checks": [c.id for c in chosen], **guess.as_dict()}))
         return 0
     if guess.untimed:  # weights unknown for some checks: the bar counts checks
         shape, total = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} checks [{elapsed}]", len(chosen)
     else:  # weighted by the estimate: a long simulation moves it further than an exact check
         shape = "{desc}: {percentage:3.0f}%|{bar}| estimated {n_fmt}/{total_fmt} s [{elapsed}]"
         total = round(guess.seconds)
-    bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=args.json, bar_format=shape)
+    # nothing left to wait for (every check cached or instant): no bar, which would end at 0/0 s
+    quiet = args.json or total == 0
+    bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=quiet, bar_format=shape)
 
     finished: list[dict] = []
 

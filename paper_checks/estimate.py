@@ -36,6 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -190,6 +191,21 @@ class Estimate:
     @property
     def untimed(self) -> list[str]:
         return [k for k, s in self.per_check.items() if s is None]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The estimate as ``dfl-check --estimate --json`` prints it: wall and summed seconds, each check's
+        seconds (None: never timed here), the planned simulations and each data set's calibration."""
+        return {
+            "wall_seconds": self.wall,
+            "seconds": self.seconds,
+            "overlap": self.overlap,
+            "per_check": dict(self.per_check),
+            "untimed": self.untimed,
+            "simulations": self.runs,
+            "simulation_seconds": self.simulation_seconds,
+            "calibrations": {k: dataclasses.asdict(c) for k, c in self.calibrations.items()},
+            "line": self.line(),
+        }
 
     def line(self) -> str:
         """One line for the user before the checks start."""

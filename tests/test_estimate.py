@@ -110,13 +110,25 @@ def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -
     assert not (tmp_path / "runs").exists() and not (tmp_path / "report.md").exists()
 
 
+def test_cli_estimate_json_prints_the_estimate(tmp_path: Path, capsys) -> None:
+    """--estimate --json printed nothing on stdout; --only given twice ran the second list only."""
+    argv = ["--quick", "--estimate", "--json", "--only", "fig7-tau1", "--only", "zeta-values"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert sorted(got["checks"]) == ["fig7-tau1", "zeta-values"] and got["untimed"] == ["zeta-values"]
+    assert got["simulations"] == 8 and got["wall_seconds"] == pytest.approx(got["per_check"]["fig7-tau1"])
+    assert got["line"] in err and list(got["calibrations"]) == ["mnist/cnn on cpu"]
+
+
 def test_progress_bar_counts_checks_when_some_were_never_timed(tmp_path: Path, capsys) -> None:
     """A bar weighted by an estimate that counts nothing would sit at 0/0 s: it counts checks instead."""
     assert main(["--quick", "--only", "zeta-values", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert "1/1 checks" in err and "estimated 0/0 s" not in err
     assert main(["--quick", "--only", "zeta-values", "--out", str(tmp_path)]) == 0  # now timed (cached: 0 s)
-    assert "checks [" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "checks [" not in err and "0/0 s" not in err and "[1/1] zeta-values: holds (cached)" in err
 
 
 def test_the_calibration_times_a_sweeps_call_on_a_gpu_and_ten_nodes_elsewhere() -> None:

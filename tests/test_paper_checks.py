@@ -292,10 +292,12 @@ def test_a_partial_report_says_so_and_a_long_summary_stays_one_table_row(tmp_pat
     assert row.endswith("ValueError: a / b second line |")
 
 
-def test_list_names_every_check(capsys) -> None:
+def test_list_names_every_check(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
     assert main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(CHECKS)
+    assert list(tmp_path.iterdir()) == []  # it made ./paper_checks_out, and refused an --out that is a file
 
 
 def test_a_stopped_dfl_check_leaves_the_report_of_the_checks_that_finished(tmp_path) -> None:

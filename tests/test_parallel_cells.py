@@ -109,12 +109,15 @@ def test_dfl_check_rejects_zero_jobs(capsys) -> None:
     ("flags", "message"),
     [
         (["--device", "foo"], "device = 'foo' is unknown (expected cpu, cuda or cuda:INDEX)"),
-        (["--sample-every", "0"], "--sample-every = 0 (expected a whole number >= 1)"),
+        (["--time-sweep", "--sample-every", "0"], "--sample-every = 0 (expected a whole number >= 1)"),
+        (["--sample-every", "3"], "--sample-every = 3 without --time-sweep (expected both)"),  # was ignored
+        (["--out", ""], "--out = '' is empty (expected a folder path)"),  # wrote into the current folder
     ],
 )
 def test_dfl_check_refuses_a_bad_device_or_sample_before_estimating(flags, message, capsys, tmp_path) -> None:
     """A bad --device used to give 'estimated about 0 s' and a 'could not run' per simulation, exit 0."""
     assert main(["--only", "fig8-zeta", "--estimate", "--out", str(tmp_path), *flags]) == 2
+    assert not (tmp_path / "cache").exists()
     assert message in capsys.readouterr().err
 
 
