@@ -211,6 +211,8 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     from sim.grid import finished_summary, grid_points, load_grid
 
+    if not str(args.out).strip():  # grid_points would put the runs under the current folder
+        raise InputError(f"--out = {args.out!r} is empty (expected the sweep's folder)")
     base, grid = load_grid(args.grid)
     if args.threads is not None:
         base["threads"] = args.threads

@@ -306,10 +306,16 @@ def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]
         )
     known = {f.name for f in fields(RunConfig)}
     values = {}
+    spelled: dict[str, str] = {}
     for key, value in raw.items():
         name = key.replace("-", "_")
         if name not in known:
             raise InputError(f"config file {str(file)!r}: unknown key {key!r} (expected RunConfig fields)")
+        if name in spelled:  # log_every and log-every: the last one won in silence
+            raise InputError(
+                f"config file {str(file)!r}: {spelled[name]!r} and {key!r} set one field (expected it once)"
+            )
+        spelled[name] = key
         values[name] = value
     return values
 

@@ -17,6 +17,7 @@ continues from it, the others start afresh.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -59,7 +60,14 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             f"grid file {str(path)!r}: {what} {extra[0]!r} (expected [base] and [grid] tables: RunConfig "
             "fields under [base], lists of values under [grid])"
         )
-    base = {_field(path, k): v for k, v in raw.get("base", {}).items()}
+    base: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in raw.get("base", {}).items():
+        name = _field(path, key)
+        if name in spelled:  # log_every and log-every: the last one won in silence
+            raise InputError(f"grid file {str(path)!r}: [base] {spelled[name]!r} and {key!r} set one field "
+                             "(expected it once)")  # fmt: skip
+        spelled[name], base[name] = key, value
     fixed = [k for k in ("out", "resume") if k in base]
     if fixed:
         raise InputError(
@@ -80,6 +88,9 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             )
         if name in base:
             raise InputError(f"grid file {str(path)!r}: {key!r} is in [base] and in [grid] (expected one)")
+        if name in grid:
+            raise InputError(f"grid file {str(path)!r}: [grid] has {key!r} twice, spelled two ways (expected "
+                             "it once)")  # fmt: skip
         grid[name] = values
     return base, grid
 
@@ -112,9 +123,20 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
     return points
 
 
+FOLDER_NAME_LIMIT = 200
+"""The longest run folder name a grid point gets (file systems take 255 bytes): longer ones are cut and end
+with a hash of the whole name, so two points still get two folders."""
+
+
 def _folder_name(values: dict[str, Any]) -> str:
-    """``field=value`` joined by ``_``, every character but letters, digits and ``.=-`` replaced."""
-    return re.sub(r"[^A-Za-z0-9.=\-_]+", "-", "_".join(f"{k}={v}" for k, v in values.items()))
+    """``field=value`` joined by ``_``, every run of characters but letters, digits and ``.=+-`` replaced by
+    ``-`` (``+`` stays: eta = 1e+30 and 1e-30 got one folder), cut to FOLDER_NAME_LIMIT characters."""
+    whole = "_".join(f"{k}={v}" for k, v in values.items())
+    name = re.sub(r"[^A-Za-z0-9.=+\-_]+", "-", whole)
+    if len(name) <= FOLDER_NAME_LIMIT:
+        return name
+    digest = hashlib.sha1(whole.encode()).hexdigest()[:12]
+    return f"{name[: FOLDER_NAME_LIMIT - 13]}-{digest}"
 
 
 def finished_summary(config: RunConfig) -> dict[str, Any] | None:

@@ -234,6 +234,8 @@ def test_cli_sweep_json_folders_and_resume(tiny, tmp_path, capsys) -> None:
         ("[grid]\nnodes = [6]\n", "'nodes' is in [base] and in [grid]"),
         ("[grid\n", "is not valid TOML"),
         ("[grid]\nseed = [0]\n[base.out]\n", "'out' in [base] is set by the sweep"),
+        ("log_every = 2\nlog-every = 4\n[grid]\nseed = [0]\n", "'log_every' and 'log-every' set one field"),
+        ("[grid]\nlog_every = [2]\nlog-every = [4]\n", "[grid] has 'log-every' twice, spelled two ways"),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
@@ -242,6 +244,29 @@ def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str
     err = capsys.readouterr().err.strip()
     assert fragment in err and "\n" not in err and err.startswith("dfl-sim: error:")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_grid_folder_names_keep_the_value_and_fit_a_file_system(tmp_path) -> None:
+    """eta = 1e+30 was written to a folder named eta=1e-30 ('+' replaced), so [1e-30, 1e30] was refused as
+    two runs in one folder; a name over 255 bytes (an edges: path) failed to be made."""
+    from sim.grid import FOLDER_NAME_LIMIT, grid_points
+
+    points = grid_points({"steps": 4}, {"eta": [1e-30, 1e30]}, tmp_path)
+    assert [Path(p.config.out).name for p in points] == ["eta=1e-30", "eta=1e+30"]
+    long = [f"edges:{tmp_path}/{'x' * 250}{i}.txt" for i in range(2)]
+    names = [Path(p.config.out).name for p in grid_points({"steps": 4}, {"topology": long}, tmp_path)]
+    assert len(set(names)) == 2 and all(len(n) == FOLDER_NAME_LIMIT for n in names)
+    assert names[0].startswith("topology=edges-")
+
+
+def test_cli_sweep_refuses_an_empty_out_and_a_config_key_spelled_twice(tiny, tmp_path, capsys) -> None:
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0]\n")
+    assert main(["sweep", str(grid), "--out", ""]) == 2  # wrote ./run
+    assert "--out = '' is empty (expected the sweep's folder)" in capsys.readouterr().err
+    config = tmp_path / "run.toml"
+    config.write_text("log_every = 2\nlog-every = 4\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
+    assert "'log_every' and 'log-every' set one field (expected it once)" in capsys.readouterr().err
 
 
 def test_cli_sweep_missing_file(tmp_path, capsys) -> None:
