@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -176,7 +177,14 @@ class RunRecorder:
                     state.gen.set_state(streams[comm.rank])
             state.gossip.restore({k: v.to(s.device) for k, v in saved["gossip"].items()})
             if comm.is_main:
-                _rewrite_rows(self.metrics, _rows_up_to(self.metrics, state.t))
+                rows = _rows_up_to(self.metrics, state.t)
+                _rewrite_rows(self.metrics, rows)
+                every = int((saved.get("config") or {}).get("log_every", config.log_every))
+                lost = _lost_rows(rows, state.t, every)
+                if lost:  # rows removed from metrics.csv after the checkpoint was written: say so, go on
+                    print(f"dfl-sim: warning: resume: {self.metrics} has no rows for {lost} (expected a row "
+                          f"every {every} steps up to the checkpoint's step {state.t}; removed or cut "
+                          "since): the run continues without them", file=sys.stderr)  # fmt: skip
         elif comm.is_main:
             _rewrite_rows(self.metrics, [])
         if comm.is_main:
@@ -467,6 +475,17 @@ def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
             if step <= t and (not rows or step > int(rows[-1]["step"])):
                 rows.append(row)
     return rows
+
+
+def _lost_rows(rows: list[dict[str, str]], t: int, log_every: int) -> str:
+    """The logged steps <= t (0 and the multiples of ``log_every``) after the last of ``rows``, as a range
+    ('' if none): the rows a resume cannot write again."""
+    last = int(rows[-1]["step"]) if rows else -1
+    first = 0 if last < 0 else (last // log_every + 1) * log_every
+    end = t // log_every * log_every
+    if first > t:
+        return ""
+    return f"step {first}" if first == end else f"steps {first} to {end}"
 
 
 def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:

@@ -163,6 +163,29 @@ def test_resume_refuses_other_settings_and_a_fresh_run_clears_old_files(capsys, 
     assert not (out / "params.npz").exists()
 
 
+def test_resume_says_which_rows_are_lost_when_metrics_csv_lost_some(capsys, tiny, tmp_path) -> None:
+    """Rows removed from metrics.csv after the checkpoint was written cannot be written again: a resume used
+    to continue in silence with a gap (steps 4 and 8 missing here); it says which rows are missing."""
+    from sim.loop import _lost_rows
+
+    out = tmp_path / "run"
+    base = [*_base(tiny, out), "--checkpoint-every", "8"]  # steps 8, a row every 4 steps
+    assert sim_main(base) == 0
+    assert _steps(out / "metrics.csv") == [0, 4, 8]
+    lines = _rows(out / "metrics.csv")
+    (out / "metrics.csv").write_text("\n".join(lines[:2]) + "\n")  # the header and step 0
+    capsys.readouterr()
+    assert sim_main([*base, "--steps", "12", "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "has no rows for steps 4 to 8 (expected a row every 4 steps up to the checkpoint's step 8" in err
+    assert _steps(out / "metrics.csv") == [0, 12]
+    assert sim_main([*base, "--steps", "12", "--resume"]) == 0  # finished: nothing lost
+    assert "warning" not in capsys.readouterr().err
+    rows = [{"step": "4"}]
+    assert [_lost_rows(rows, t, 4) for t in (8, 7, 12)] == ["step 8", "", "steps 8 to 12"]
+    assert _lost_rows([], 3, 4) == "step 0" and _lost_rows([{"step": "8"}], 9, 4) == ""
+
+
 def _rows(path: Path) -> list[str]:
     return path.read_text().splitlines()
 
