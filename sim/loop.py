@@ -219,12 +219,13 @@ class RunRecorder:
         loss, finite = probe if probe is not None else health(state.X, losses)
         if loss is not None and "first_loss" not in counters:  # kept in the checkpoint for resume
             counters["first_loss"] = loss
-        reason = _divergence(finite, loss, counters.get("first_loss"), state.t, config.eta)
+        reason = _divergence(finite, loss, counters.get("first_loss"), state.t, _smaller_step(config))
         due = time.perf_counter() - self._last_save >= config.checkpoint_seconds
         # one collective a step: all processes act together, a Ctrl-C that one of them received included
         stop, self._due, self.interrupt = self.comm.any(bool(reason), due, interrupt_requested())
         if stop:
-            self.message = reason or f"diverged at step {state.t} on another process (expected a smaller eta)"
+            elsewhere = f"diverged at step {state.t} on another process ({_smaller_step(config)})"
+            self.message = reason or elsewhere
         self.last_loss = loss
         if self.message or state.t % config.log_every == 0 or state.t == config.steps:
             self._pending = (PHASES[kind], losses)
@@ -428,18 +429,24 @@ def health(X: torch.Tensor, losses: torch.Tensor | None) -> Health:
     return health_of_runs(finite_rows(X), [X.shape[0]], [losses], owner, owner)[0]
 
 
-def _divergence(finite: bool, now: float | None, first: float | None, t: int, eta: float) -> str:
+def _smaller_step(config: RunConfig) -> str:
+    """What a diverged run should change: eta, or under the C-DFL schedule (where eta is not used) its first
+    step 4 / (mu a), through mu or a."""
+    if config.lr_schedule == "cdfl":
+        first = 4 / (float(config.mu) * float(config.a))
+        return f"expected a smaller first step 4 / (mu a) = {first:.4g}: a larger --mu or --a"
+    return f"expected a smaller eta than {config.eta}"
+
+
+def _divergence(finite: bool, now: float | None, first: float | None, t: int, remedy: str) -> str:
     """Why the run diverged at step t, or '' (NaN/inf parameters or loss, or a mean loss ``now`` grown
-    1000-fold over the ``first``)."""
+    1000-fold over the ``first``); ``remedy`` (:func:`_smaller_step`) ends the message."""
     if not finite:
-        return (
-            f"diverged at step {t}: the parameters or the loss became NaN or inf (expected a smaller eta "
-            f"than {eta})"
-        )
+        return f"diverged at step {t}: the parameters or the loss became NaN or inf ({remedy})"
     if now is not None and first is not None and now > DIVERGENCE_FACTOR * max(first, 1e-3):
         return (
             f"diverged at step {t}: the mini-batch loss grew from {first:.4g} to {now:.4g} (more than "
-            f"{DIVERGENCE_FACTOR:g} times; expected a smaller eta than {eta})"
+            f"{DIVERGENCE_FACTOR:g} times; {remedy})"
         )
     return ""
 

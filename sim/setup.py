@@ -80,35 +80,44 @@ def initial_point(config: RunConfig, model: torch.nn.Module, stack: Stack) -> to
     """x_0, the same on every node: --init-params (the mean of the node models it holds), zeros for linear
     models, else the model's init."""
     if config.init_params:
-        path = Path(config.init_params)
-        if not path.is_file():
-            raise InputError(
-                f"init params file {str(path)!r} does not exist (expected an npz from --save-params)"
-            )
-        try:
-            f = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(
-                f"init params file {str(path)!r} is not an npz ({exc}; expected an npz from --save-params)"
-            ) from None
-        if not hasattr(f, "files"):
-            raise InputError(
-                f"init params file {str(path)!r} holds one array (expected an npz from --save-params)"
-            )
-        with f:
-            try:
-                arrays = [  # the mean of the saved node models: u, the model the run's final metrics report
-                    torch.as_tensor(f[n]).double().reshape(-1, *s).mean(0)
-                    for n, s in zip(stack.names, stack.shapes, strict=True)
-                ]
-            except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-                raise InputError(
-                    f"init params file {str(path)!r} does not match model {config.model!r} ({exc})"
-                ) from None
-        return torch.cat([a.reshape(-1).float() for a in arrays])
+        return _saved_mean(Path(config.init_params), config.model, stack)
     if isinstance(model, LogReg):  # linear models (logreg, lstsq) start from zero
         return torch.zeros(stack.d)
     return stack.flatten(model)
+
+
+def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
+    """The mean of the node models in a --save-params npz (u, the model a run's final metrics report) as a
+    row of X; InputError for a file that is missing, no npz, of another model, empty or not finite."""
+    expected = "expected an npz from --save-params"
+    if not path.is_file():
+        raise InputError(f"init params file {str(path)!r} does not exist ({expected})")
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"init params file {str(path)!r} is not an npz ({exc}; {expected})") from None
+    if not hasattr(f, "files"):
+        raise InputError(f"init params file {str(path)!r} holds one array ({expected})")
+    with f:
+        try:
+            saved = [torch.as_tensor(f[n]).double().reshape(-1, *s) for n, s in zip(stack.names, stack.shapes,
+                                                                                  strict=True)]  # fmt: skip
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            raise InputError(
+                f"init params file {str(path)!r} does not match model {model!r} ({exc})"
+            ) from None
+    empty = next((n for n, a in zip(stack.names, saved, strict=True) if len(a) == 0), None)
+    if empty is not None:  # the mean of no models is NaN
+        raise InputError(
+            f"init params file {str(path)!r} holds no node models ({empty!r} is empty; {expected})"
+        )
+    x0 = torch.cat([a.mean(0).reshape(-1).float() for a in saved])
+    if not torch.isfinite(x0).all():  # NaN, inf or beyond float32: the run "diverged" at step 1, blaming eta
+        raise InputError(
+            f"init params file {str(path)!r} holds values that are not finite in float32 (expected finite "
+            "parameters, as --save-params writes)"
+        )
+    return x0
 
 
 @dataclass

@@ -103,7 +103,12 @@ def test_resume_equals_an_unbroken_run(tiny, tmp_path, old_format: bool) -> None
 def test_divergence_stops_and_keeps_records(tiny, tmp_path) -> None:
     summary = run(config(tiny, tmp_path, model="lstsq", eta=1e6))
     assert summary["diverged"] and "diverged at step" in summary["message"]
+    assert "expected a smaller eta than 1000000.0" in summary["message"]
     assert (tmp_path / "run" / "metrics.csv").read_text().count("\n") >= 2
+    # under the C-DFL schedule eta is not used (and refused as a flag): the advice names mu and a
+    cdfl = config(tiny, tmp_path, model="lstsq", lr_schedule="cdfl", mu=1e-6, a=1.0, out=str(tmp_path / "c"))
+    schedule = run(cdfl)
+    assert schedule["diverged"] and "expected a smaller first step 4 / (mu a) = 4e+06" in schedule["message"]
 
 
 def test_seeds_reproduce_and_differ(tiny, tmp_path) -> None:
@@ -307,6 +312,27 @@ def test_init_params_start_from_the_average_of_the_saved_node_models(tiny, tmp_p
     assert not np.allclose(rows[0], rows.mean(0))  # the nodes differ: node 0 is not the average
     s = prepare(config(tiny, tmp_path, nodes=4, init_params=str(tmp_path / "first" / "params.npz")))
     np.testing.assert_allclose(s.x0.numpy(), rows.mean(0), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (lambda a: np.full_like(a, np.nan), "holds values that are not finite in float32"),
+        (lambda a: np.full(a.shape, 1e300), "holds values that are not finite in float32"),  # inf in float32
+        (lambda a: a[:0], "holds no node models"),
+    ],
+)
+def test_init_params_that_are_not_finite_or_empty_are_refused(tiny, tmp_path, change, fragment) -> None:
+    """NaN, 1e300 (inf in float32) or zero node models were taken: the run then 'diverged at step 1' and
+    asked for a smaller eta."""
+    from sim.setup import prepare
+
+    run(config(tiny, tmp_path, save_params=True, out=str(tmp_path / "first")))
+    with np.load(tmp_path / "first" / "params.npz") as saved:
+        arrays = {k: change(saved[k].astype(np.float64)) for k in saved.files}
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(InputError, match=fragment):
+        prepare(config(tiny, tmp_path, init_params=str(tmp_path / "bad.npz")))
 
 
 def test_partitioners_refuse_what_they_would_silently_misread() -> None:
