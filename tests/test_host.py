@@ -111,3 +111,19 @@ def test_proc_stat_is_read_here() -> None:
     cpus = allowed_cpus()
     busy = busy_cores(cpus, window=0.05)
     assert busy is not None and 0.0 <= busy <= len(cpus) + 1e-9
+
+
+def test_available_memory_reads_memavailable_and_the_batch_check_uses_it(tmp_path, monkeypatch) -> None:
+    """The batch check compared a step's inputs with the machine's memory: 23.4 GiB of inputs passed on a
+    23.5 GiB machine with less free, and the kernel killed the run without a word."""
+    from sim import setup
+    from sim.config import RunConfig
+    from sim.host import available_memory, physical_memory
+
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:    1000 kB\n")
+    assert available_memory(str(info)) == 1000 * 1024
+    assert available_memory(str(tmp_path / "none")) == physical_memory()
+    monkeypatch.setattr(setup, "available_memory", lambda: 1e6)  # 1 MB free: 10 x 32 MNIST inputs take 1 MB
+    with pytest.raises(InputError, match=r"more than the 0.000931 GiB this machine has free"):
+        setup.prepare(RunConfig(steps=1, batch_size=32, out=str(tmp_path / "run")))

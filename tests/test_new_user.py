@@ -85,6 +85,7 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         (["--topology", f"edges:{disconnected}", "--weights", "metropolis"], "disconnected"),
         (["--allow-change", "model"], "allow_change names 'model'"),
         (["--threads", "-2"], "threads = -2 is out of range"),
+        (["--threads", "100000"], "threads = 100000 is more than this machine's"),
         (["--resume"], "does not exist (expected the folder of an interrupted run"),
         (["--latency", "0.1"], "latency = 0.1 needs bandwidth"),
         (["--model", "foo"], "model = 'foo' is unknown (expected one of: cnn, logreg, lstsq)"),
