@@ -269,6 +269,12 @@ class RunConfig:
             unused("tf32", f"only a CUDA device rounds matrix products to TF32 (got device {self.device!r})")
         if self.bandwidth is not None:
             unused("t_comm", "with bandwidth, latency + message bits / bandwidth is a gossip step's time")
+        if record.compressed and self.compressor == "identity":
+            unused("compressor_param", "compressor 'identity' takes no parameter")
+        if not self.resume:
+            unused("allow_change", "only --resume reads it (the changes a resumed run may make)")
+        if self.dataset.startswith("npz:"):
+            unused("data_dir", f"dataset {self.dataset!r} is read from its own path")
         return why
 
     def changes_allowed(self) -> list[str]:

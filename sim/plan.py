@@ -96,6 +96,14 @@ class PlanSettings:
                 )
         elif self.budget_seconds is None:
             raise InputError("the budget is missing (expected budget_seconds, the modelled seconds of a run)")
+        unused = ("budget_seconds",) if algorithm == "cdfl" else ("budget_bits", "mu", "G2")
+        given = [n for n in unused if getattr(self, n) is not None]
+        if given:  # a DFL plan recorded budget_bits = 1 beside runs sending 1e6 bits
+            other = "the DFL plan's" if algorithm == "cdfl" else "a C-DFL plan's (--algorithm cdfl)"
+            raise InputError(
+                f"{given[0]} = {getattr(self, given[0])!r} has no effect on a {algorithm} plan: it is "
+                f"{other} (expected it left out)"
+            )
         for name in ("budget_seconds", "budget_bits", "mu", "G2"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -107,6 +115,11 @@ class PlanSettings:
                 )
         if self.others < 0:
             raise InputError(f"others = {self.others!r} is out of range (expected an integer >= 0)")
+        if self.top + self.others < 2:  # one configuration: a ranking of one, Spearman NaN, said to hold
+            raise InputError(
+                f"top = {self.top} and others = {self.others} train one configuration (expected top + others "
+                ">= 2: the plan compares the bound's ranking with training)"
+            )
         if self.estimate_samples < 2:
             raise InputError(f"estimate_samples = {self.estimate_samples!r} is out of range (expected >= 2)")
         if algorithm != "cdfl" and self.bound not in ("auto", "repaired", "non-iid", "paper", "proposition1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -218,3 +219,19 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
         plan(_config(tiny, tmp_path / "x", algorithm="cdfl"), PlanSettings(budget_bits=1e5))
     with pytest.raises(InputError, match="budget is missing"):
         plan(_config(tiny, tmp_path / "y"), PlanSettings())
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "settings", "fragment"),
+    [  # each was taken: a DFL plan recorded budget_bits = 1 beside runs sending 1e6 bits
+        ("dfl", {"budget_seconds": 20, "budget_bits": 1.0}, "budget_bits = 1.0 has no effect on a dfl plan"),
+        ("dfl", {"budget_seconds": 20, "G2": 5.0}, "G2 = 5.0 has no effect on a dfl plan: it is a C-DFL"),
+        ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": 1.0, "budget_seconds": 20}, "budget_seconds = 20"),
+        ("dfl", {"budget_seconds": 20, "top": 1, "others": 0}, "train one configuration"),
+    ],
+)
+def test_plan_settings_without_effect_or_comparison_are_refused(algorithm, settings, fragment) -> None:
+    """A single trained configuration gave verdict 'holds' with Spearman NaN; flags of the other
+    algorithm's plan were recorded and ignored."""
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        PlanSettings(**settings).validate(algorithm)

@@ -242,7 +242,7 @@ def test_no_lock_outlives_its_run_sweep_or_plan_even_when_they_fail(tiny, tmp_pa
         with pytest.raises(RuntimeError, match="a failure in the middle"):
             call()
         assert _held() == before
-    settings = PlanSettings(budget_seconds=40, top=1, others=0, seeds=1, max_tau1=2, max_tau2=2,
+    settings = PlanSettings(budget_seconds=40, top=1, others=1, seeds=1, max_tau1=2, max_tau2=2,
                             estimate_samples=16, hessian_iters=3)  # fmt: skip
     with pytest.raises(RuntimeError, match="a failure in the middle"):
         plan(_config(tiny, tmp_path / "plan", partition="shards"), settings)
@@ -277,7 +277,7 @@ def test_damaged_plan_and_grid_files_are_one_line_errors(tiny, tmp_path, capsys)
 
     folder = tmp_path / "plan"
     folder.mkdir()
-    settings = PlanSettings(budget_seconds=40, top=1, others=0, seeds=1, max_tau1=2, max_tau2=2,
+    settings = PlanSettings(budget_seconds=40, top=1, others=1, seeds=1, max_tau1=2, max_tau2=2,
                             estimate_samples=16, hessian_iters=3)  # fmt: skip
     config = _config(tiny, folder, partition="shards")
     for text, fragment in (("{", "cannot be read (JSONDecodeError"), ("[]", "is not a plan's state")):
