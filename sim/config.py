@@ -169,8 +169,11 @@ class RunConfig:
             raise InputError(
                 f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
             )
-        if not self.timeout > 0:
-            raise InputError(f"timeout = {self.timeout!r} is out of range (expected seconds > 0)")
+        if not self.timeout >= 1:  # 0.001 s failed every start: the processes take seconds to meet
+            raise InputError(
+                f"timeout = {self.timeout!r} is out of range (expected seconds >= 1: the processes need "
+                "seconds to start and meet)"
+            )
         if self.lr_schedule not in ("constant", "cdfl"):
             raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
         if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):

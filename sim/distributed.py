@@ -326,8 +326,7 @@ def _launch(config: RunConfig) -> None:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
         raise SimulationError(
-            f"distributed run failed: {why} (the other processes were stopped; "
-            "rerun with --resume to continue from the last checkpoint)"
+            f"distributed run failed: {why} (the other processes were stopped; {_next_step(config)})"
         ) from None
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once, the workers too, before the lock is given back
         for process in context.processes:
@@ -337,11 +336,28 @@ def _launch(config: RunConfig) -> None:
         raise
 
 
+def _checkpoint_step(config: RunConfig) -> int | None:
+    """The step of the run's checkpoint, None where there is none (or it cannot be read)."""
+    try:
+        return int(torch.load(os.path.join(config.out, "checkpoint.pt"), weights_only=False)["t"])
+    except (OSError, KeyError, RuntimeError, TypeError, ValueError, EOFError):
+        return None
+
+
+def _next_step(config: RunConfig) -> str:
+    """What to do after a failed distributed run: resume from its checkpoint where one was written (the
+    advice was --resume even where none was, which then failed), else run again; and a larger --timeout
+    where a process waited too long for a peer."""
+    t = _checkpoint_step(config)
+    advice = "no checkpoint was written: rerun without --resume" if t is None else (
+        f"rerun with --resume to continue from the checkpoint at step {t}"
+    )  # fmt: skip
+    return advice + f"; if a process waited too long, a larger --timeout than {config.timeout:g} s"
+
+
 def _where_stopped(config: RunConfig) -> str:
     """The message of a distributed run its launcher stopped: the step of the workers' checkpoint."""
-    checkpoint = os.path.join(config.out, "checkpoint.pt")
-    try:
-        t = int(torch.load(checkpoint, weights_only=False)["t"])
-    except (OSError, KeyError, RuntimeError, TypeError, ValueError):
+    t = _checkpoint_step(config)
+    if t is None:
         return f"interrupted; nothing to keep yet in {config.out}"
     return f"interrupted at step {t} of {config.steps}; the checkpoint is in {config.out}"

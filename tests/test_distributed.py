@@ -62,7 +62,8 @@ def test_a_dying_process_stops_the_run_and_it_resumes(tiny, tmp_path, extra, mon
     """C-DFL also restores each rank's x_hat rows and its neighbours' replicas from the checkpoint."""
     start = time.perf_counter()
     monkeypatch.setenv(FAULT_ENV, "exit:25")
-    with pytest.raises(SimulationError, match=r"distributed run failed: .*rerun with --resume"):
+    advice = r"rerun with --resume to continue from the checkpoint at step \d+; .* larger --timeout than 20 s"
+    with pytest.raises(SimulationError, match=r"distributed run failed: .*" + advice):
         run(
             base(
                 tiny,
@@ -249,3 +250,15 @@ def test_a_stop_asked_before_the_workers_start_starts_none(tiny, tmp_path, monke
     monkeypatch.setattr(sim.distributed.mp, "start_processes", started)
     with pytest.raises(RunInterrupted, match="interrupted before the processes started"):
         sim.distributed._launch(base(tiny, tmp_path / "f", backend="distributed", world_size=2))
+
+
+def test_a_failed_run_without_a_checkpoint_is_not_told_to_resume(tmp_path) -> None:
+    """The advice was always --resume, which then failed for want of a checkpoint (a --timeout of 0.001 s,
+    now refused, failed before the first one)."""
+    from sim.config import RunConfig
+    from sim.distributed import _next_step
+
+    config = RunConfig(out=str(tmp_path), backend="distributed", world_size=2, timeout=3)
+    assert _next_step(config).startswith("no checkpoint was written: rerun without --resume")
+    with pytest.raises(InputError, match=r"timeout = 0.001 is out of range \(expected seconds >= 1"):
+        RunConfig(out=str(tmp_path), backend="distributed", world_size=2, timeout=0.001).validate()
