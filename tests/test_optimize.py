@@ -44,6 +44,25 @@ def brute_force(
     return best
 
 
+@pytest.mark.parametrize("bound", ["repaired", "non-iid"])
+@pytest.mark.parametrize(("name", "value"), [("gap", 1e-80), ("sigma2", 1e300), ("L", 1e-200)])
+def test_the_best_eta_of_extreme_problems_is_found(bound: str, name: str, value: float) -> None:
+    """The search for eta looked no lower than e^-80 eta_max and returned that edge: gap = 1e-80 gave a
+    bound 4,000 times the optimum; L = 1e-200 gave no finite bound at all. With no drift to speak of the
+    optimum is eta = sqrt(a / b), a = 2 gap / n_local, b = L sigma^2 / N, the bound 2 sqrt(a b)."""
+    problem = {"L": 1.0, "sigma2": 1.0, "N": 10, "gap": 1.0, "zeta": 0.9, name: value}
+    extra = {"heterogeneity": 0.5} if bound == "non-iid" else {}
+    r = optimize_dfl(**problem, cost=CostModel(1.0, 0.5), budget_seconds=1000, max_tau1=10, max_tau2=10,
+                     bound=bound, **extra)  # fmt: skip
+    a = 2 * problem["gap"] / (r.rounds * r.tau1)
+    b = problem["L"] * problem["sigma2"] / problem["N"]
+    assert r.eta == pytest.approx(math.sqrt(a / b), rel=1e-6) and r.eta < r.eta_max * math.exp(-80)
+    assert r.bound == pytest.approx(2 * math.sqrt(a * b), rel=1e-6)
+    check = dfl_bound(eta=r.eta, tau1=r.tau1, tau2=r.tau2, T=r.steps, **problem, **extra)
+    field = check.bound_non_iid if bound == "non-iid" else check.bound_repaired
+    assert field == pytest.approx(r.bound, rel=1e-9)
+
+
 @pytest.mark.parametrize("bound", ["paper", "repaired"])
 @pytest.mark.parametrize(
     ("t_comp", "t_comm", "budget"), [(1.0, 0.5, 2000.0), (0.2, 3.0, 500.0), (1.0, 1.0, 40.0)]

@@ -101,7 +101,7 @@ def drift_factor_repaired(tau1: Any, tau2: Any, zeta: Any) -> Any:
 
 def local_drift_term(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """Local-drift part of eq. (upper-bound): 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1)."""
-    return 2 * eta**2 * L**2 * sigma2 * drift_factor(tau1, tau2, zeta)
+    return 2 * (eta * L) ** 2 * sigma2 * drift_factor(tau1, tau2, zeta)
 
 
 def upper_bound(
@@ -122,7 +122,7 @@ def local_drift_term_corrected(eta: Any, L: Any, sigma2: Any, tau1: Any, tau2: A
     not (see :func:`bounds.dfl.noise_drift.noise_drift`). Counting the gossip steps
     correctly gives at most tau1 N sigma^2 per step, hence this term.
     """
-    return 2 * eta**2 * L**2 * sigma2 * drift_factor_corrected(tau1, tau2, zeta)
+    return 2 * (eta * L) ** 2 * sigma2 * drift_factor_corrected(tau1, tau2, zeta)
 
 
 def candidate_local_step_bound(
@@ -150,7 +150,7 @@ def candidate_local_step_bound(
     return (
         2 * gap / (eta * K * tau1)
         + eta * L * sigma2 / N
-        + 2 * eta**2 * L**2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
+        + 2 * (eta * L) ** 2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
     )
 
 
@@ -197,7 +197,7 @@ def local_drift_bound_103(
     (L^2 / (T N)) sum_{t=1}^T E||X_t (I - J)||_F^2.
     """
     coefficient = variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)
-    return local_drift_term(eta, L, sigma2, tau1, tau2, zeta) + L**2 * eta**2 / (T * N) * coefficient * (
+    return local_drift_term(eta, L, sigma2, tau1, tau2, zeta) + (L * eta) ** 2 / (T * N) * coefficient * (
         local_grad_sum
     )
 
@@ -286,7 +286,7 @@ def drift_recursion_factor(eta: Any, L: Any, tau1: Any, tau2: Any, zeta: Any) ->
 def heterogeneity_term(eta: Any, L: Any, varsigma2: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """4 eta^2 L^2 varsigma^2 h / (1 - rho_D): the heterogeneity part of :func:`drift_term_repaired`."""
     rho = drift_recursion_factor(eta, L, tau1, tau2, zeta)
-    return 4 * eta**2 * L**2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta) / (1 - rho)
+    return 4 * (eta * L) ** 2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta) / (1 - rho)
 
 
 def drift_term_repaired(
@@ -329,8 +329,8 @@ def drift_term_repaired(
     cancellation in step 2 is then available again and gives the undivided term: ``bound_repaired``).
     """
     rho = drift_recursion_factor(eta, L, tau1, tau2, zeta)
-    noise = 2 * eta**2 * L**2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
-    hetero = 4 * eta**2 * L**2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta)
+    noise = 2 * (eta * L) ** 2 * sigma2 * drift_factor_repaired(tau1, tau2, zeta)
+    hetero = 4 * (eta * L) ** 2 * varsigma2 * heterogeneity_factor(tau1, tau2, zeta)
     return (noise + hetero) / (1 - rho)
 
 

@@ -105,14 +105,26 @@ class OptimizeResult(Result):
 
 
 def _golden_eta(value_at: Callable[[np.ndarray], np.ndarray], eta_max: np.ndarray) -> np.ndarray:
-    """argmin over 0 < eta <= eta_max of a unimodal ``value_at``, vectorised: golden sections in log eta."""
-    low, high = np.log(eta_max) - 80.0, np.log(eta_max)
+    """argmin over 0 < eta <= eta_max of a unimodal ``value_at``, vectorised: golden sections in log eta over
+    e^-80 of eta_max, moved down by e^-80 at a time for the cells whose minimum is at the window's low end
+    (extreme inputs: gap = 1e-80 put it near e^-95 eta_max, and the window's edge was returned)."""
+    top = np.log(eta_max)
     ratio = (np.sqrt(5.0) - 1) / 2
-    for _ in range(_BISECTION_STEPS * 2):
-        left, right = high - ratio * (high - low), low + ratio * (high - low)
-        keep_left = value_at(np.exp(left)) <= value_at(np.exp(right))
-        high, low = np.where(keep_left, right, high), np.where(keep_left, low, left)
-    return np.exp(0.5 * (low + high))
+    best = np.full(np.shape(top), np.nan)
+    todo = np.ones(np.shape(top), dtype=bool)
+    for window in range(10):  # down to e^-800 eta_max: below float64's smallest numbers
+        high_end = np.where(todo, top - 80.0 * window, top)
+        low, high = high_end - 80.0, high_end
+        for _ in range(_BISECTION_STEPS * 2):
+            left, right = high - ratio * (high - low), low + ratio * (high - low)
+            keep_left = value_at(np.exp(left)) <= value_at(np.exp(right))
+            high, low = np.where(keep_left, right, high), np.where(keep_left, low, left)
+        found = 0.5 * (low + high)
+        best = np.where(todo, found, best)
+        todo = todo & (found < high_end - 79.0)  # at the low edge: the minimum lies below the window
+        if not todo.any():
+            break
+    return np.exp(best)
 
 
 def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) -> np.ndarray:
@@ -122,7 +134,9 @@ def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) 
     inside = (slope_at_max > 0) & (eta_max > 0)
     if inside.any():
         aa, bb, cc, top = a[inside], b[inside], c[inside], eta_max[inside]
-        low, high = np.log(top) - 80.0, np.log(top)
+        # the root has a / eta^2 = b + 2 c eta <= b + 2 c eta_max: it lies above sqrt(a / (b + 2 c eta_max))
+        # (a fixed e^-80 of eta_max cut it off for gap = 1e-80, and returned that edge as the optimum)
+        low, high = 0.5 * (np.log(aa) - np.log(bb + 2 * cc * top)), np.log(top)
         for _ in range(_BISECTION_STEPS):
             mid = 0.5 * (low + high)
             eta = np.exp(mid)
