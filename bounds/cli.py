@@ -341,11 +341,10 @@ def _add_graph(p: argparse.ArgumentParser, *, with_choice: bool = True) -> None:
         which.add_argument("--topology", help="topology name, edges:PATH or matrix:PATH")
     p.add_argument(
         "--weights",
-        default="paper",
         choices=RULES,
         help="weight rule for a graph (default: the paper's equal weights)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of erdos-renyi (default 0)")
+    p.add_argument("--seed", type=int, help="seed of erdos-renyi (default 0)")
 
 
 def _add_cdfl(p: argparse.ArgumentParser, *, required: bool) -> None:
@@ -476,12 +475,51 @@ def _build_parser() -> OneLineParser:
     return parser
 
 
+def _refuse_without_effect(args: argparse.Namespace) -> None:
+    """InputError for a flag given that the command would not read (it used to be dropped in silence:
+    ``compare --delta 7`` without --mu, ``optimize --beta -5`` for a DFL bound, ``--weights`` with a
+    matrix file); then the graph flags' defaults (paper weights, seed 0)."""
+    given = lambda name: getattr(args, name, None) is not None  # noqa: E731
+    unused: list[tuple[str, str]] = []
+    graph = getattr(args, "name", None) if args.command == "topology" else getattr(args, "topology", None)
+    if hasattr(args, "weights"):
+        if graph is None:
+            unused += [(n, "--zeta gives zeta itself: no graph is built") for n in ("weights", "seed")]
+        elif str(graph).startswith("matrix:"):
+            unused += [(n, "a matrix:PATH gives C itself") for n in ("weights", "seed")]
+        elif graph != "erdos-renyi":
+            unused.append(("seed", "only erdos-renyi draws its graph"))
+    cdfl_flags = ("mu", "G2", "beta", "delta", "compressor", "compressor_param", "dim")
+    if args.command == "compare" and not given("mu"):
+        unused += [(n, "only the C-DFL row reads it, which needs --mu") for n in cdfl_flags if n != "mu"]
+    elif args.command == "optimize" and args.bound not in ("cdfl", "cdfl-repaired"):
+        # (--compressor has its own message: Proposition 1 assumes exact gossip)
+        unused += [(n, f"only --bound cdfl reads it (got --bound {args.bound})") for n in cdfl_flags[:4]]
+        if given("t_comm") and not (given("latency") or given("bandwidth")):  # (both: refused as such)
+            unused.append(("dim", "--t-comm gives the gossip cost (--dim prices bits with --bandwidth)"))
+    elif args.command == "optimize":
+        unused.append(("t_comm", "--bound cdfl prices gossip as --latency + message bits / --bandwidth"))
+        unused.append(("delta", "--bound cdfl takes delta from each compressor it tries"))
+    if args.command in ("cdfl", "compare", "optimize") and not given("compressor"):
+        unused.append(("compressor_param", "only --compressor reads it"))
+        if args.command != "optimize":
+            unused.append(("dim", "only --compressor reads it (its bits and delta)"))
+    for name, why in unused:
+        if given(name):
+            flag = {"G2": "--G2", "beta": "--beta"}.get(name, "--" + name.replace("_", "-"))
+            raise InputError(f"{flag} {getattr(args, name)} has no effect: {why} (expected it left out)")
+    if hasattr(args, "weights"):
+        args.weights = "paper" if args.weights is None else args.weights
+        args.seed = 0 if args.seed is None else args.seed
+
+
 @pipe_safe
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-bounds`` / ``python -m bounds``; returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
+        _refuse_without_effect(args)
         out = args.run(args)
     except InputError as exc:
         print(f"dfl-bounds: error: {exc}", file=sys.stderr)

@@ -368,3 +368,45 @@ def test_optimize_refuses_two_gossip_costs(capsys) -> None:
     costs = ("--t-comm", "0.5", "--latency", "0.1", "--bandwidth", "1e6", "--dim", "100")
     code, _, err = run(capsys, "optimize", *problem, *costs, "--budget-seconds", "100")
     assert code == 2 and "--t-comm and --latency/--bandwidth both give the gossip cost" in err
+
+
+DFL_PROBLEM = "--L 1 --sigma2 1 --nodes 10 --eta 0.01 --tau1 4 --T 1000 --gap 1"
+OPT_PROBLEM = (
+    "optimize --L 1 --sigma2 1 --nodes 10 --gap 1 --t-comp 1 --t-comm 0.5 --zeta 0.8 --budget-seconds 100"
+)
+CDFL_PROBLEM = "--L 1 --mu 0.1 --sigma2 1 --G2 1 --nodes 10 --zeta 0.87 --beta 1.3"
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [  # each was accepted and dropped in silence (exit 0)
+        (f"compare {DFL_PROBLEM} --tau2 4 --zeta 0.8 --delta 7",
+         "--delta 7.0 has no effect: only the C-DFL row reads it, which needs --mu"),
+        (f"{OPT_PROBLEM} --beta -5", "--beta -5.0 has no effect: only --bound cdfl"),
+        (f"{OPT_PROBLEM} --dim -4", "--dim -4 has no effect: --t-comm gives"),
+        (f"dfl {DFL_PROBLEM} --tau2 4 --zeta 0.8 --weights metropolis",
+         "--weights metropolis has no effect: --zeta gives zeta itself"),
+        (f"dfl {DFL_PROBLEM} --tau2 4 --topology ring --seed 3", "--seed 3 has no effect: only erdos-renyi"),
+        ("topology matrix:C.txt --weights metropolis", "a matrix:PATH gives C itself"),
+        (f"cdfl {CDFL_PROBLEM} --tau1 4 --tau2 4 --K 100 --delta 0.5 --dim 9",
+         "--dim 9 has no effect: only --compressor reads it"),
+        (f"optimize --bound cdfl {CDFL_PROBLEM} --dim 1000 --t-comp 0.01 --latency 0.001 --bandwidth 1e6 "
+         "--budget-seconds 60 --gap 1 --t-comm 0.5", "--t-comm 0.5 has no effect: --bound cdfl prices"),
+    ],
+)  # fmt: skip
+def test_flags_without_effect_are_refused(capsys, argv: str, fragment: str) -> None:
+    code, _, err = run(capsys, *argv.split())
+    assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
+
+
+def test_tau2_zero_is_said_in_compare_and_cdfl(capsys) -> None:
+    """compare's local-SGD row was computed at tau2 = 1 without a note; cdfl at tau2 = 0 printed a negative
+    order term and no reason."""
+    code, out, _ = run(capsys, "compare", *DFL_PROBLEM.split(), "--tau2", "0", "--zeta", "0.8", "--json")
+    local = next(r for r in json.loads(out)["rows"] if r["method"] == "local SGD")
+    assert code == 0 and local["tau2"] == 1 and local["note"].startswith("tau2 = 1 (local SGD averages once")
+    argv = f"cdfl {CDFL_PROBLEM} --tau1 4 --tau2 0 --K 100 --delta 0.5 --json"
+    code, out, _ = run(capsys, *argv.split())
+    data = json.loads(out)
+    assert code == 0 and not data["success"] and data["message"].startswith("tau2 = 0: no gossip step")
+    assert data["order_terms"]["second"] == "inf"

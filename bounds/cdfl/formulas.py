@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from scipy.special import digamma, polygamma
 
 __all__ = [
@@ -294,6 +295,7 @@ def proposition2_order_terms(
     """
     kappa = L / mu
     first = tau1 * sigma2_bar / (mu * K * N)
-    second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * (1 - contraction(p, theta, tau2)))
+    gap = 1 - contraction(p, theta, tau2)  # <= 0 (tau2 = 0, say): no contraction, no finite order (was < 0)
+    second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * np.where(gap > 0, gap, 0.0))
     third = kappa**3 * G2 * tau1 / (K**3 * mu)
     return first, second, third

@@ -234,6 +234,11 @@ def cdfl_bound(
     ok = full(np.logical_and.reduce([np.asarray(c) for c in conditions.values()]))  # each of the grid's shape
     failed = [k for k, c in conditions.items() if not np.all(c)]
     message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
+    if (v["tau2"] == 0).any():  # as dfl_bound says it: the one reason the contraction fails for any theta
+        zero = int((v["tau2"] == 0).sum())
+        where = "tau2 = 0" if np.ndim(v["tau2"]) == 0 else f"{zero} point(s) have tau2 = 0"
+        message = "; ".join(filter(None, [f"{where}: no gossip step, so the models never mix (contraction "
+                                          "(1 + theta)(1 - p)^0 > 1)", message]))  # fmt: skip
     message = "; ".join(filter(None, [message, overflow_note(initial + noise + higher)]))
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
     inputs = {"L": L, "mu": mu, "sigma2_bar": sigma2_bar, "G2": G2, "N": N, "tau1": tau1, "tau2": tau2,

@@ -83,6 +83,10 @@ def compare_methods(
         _prop1_row("local SGD", "Corollary 2 (C = J, zeta = 0; refuted, Finding 2)", tau1=tau1,
                    tau2=max(tau2, 1), zeta=0.0, **problem),
     ]  # fmt: skip
+    if tau2 == 0:  # local SGD averages once a round: its row was at tau2 = 1 without a word
+        local = rows[-1]
+        local["note"] = "; ".join(filter(None, ["tau2 = 1 (local SGD averages once a round; tau2 = 0 never "
+                                                "would)", local.get("note")]))  # fmt: skip
     sync = f.sync_sgd_term(eta, L, sigma2, N, T, gap)
     rows.append({
         "method": "synchronous SGD", "source": "Corollary 1 (tau1 = 1, tau2 -> infinity)",
