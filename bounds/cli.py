@@ -273,6 +273,8 @@ def _cmd_pep(args: argparse.Namespace) -> dict[str, Any]:
     schedule = {"tau1": args.tau1, "tau2": args.tau2, "eta": args.eta, "L": args.L, "gap": args.gap,
                 "rounds": args.rounds, "heterogeneity": args.heterogeneity, "initial": args.initial,
                 "solver": args.solver}  # fmt: skip
+    if args.max_gram is not None:
+        schedule["max_gram"] = args.max_gram
     local, every = (dfl_worst_case(C, metric=m, **schedule) for m in ("local", "all"))
     for result in (local, every):
         if not result.success:
@@ -464,6 +466,9 @@ def _build_parser() -> OneLineParser:
                      help="lower (default): F(u_1) - F(x_*) <= gap with F(x_*) below F at every evaluated "
                      "average model; last: F(u_1) - F(u_end) <= gap (PEPit's convention)")  # fmt: skip
     pep.add_argument("--solver", help="cvxpy solver (default CLARABEL)")
+    pep.add_argument("--max-gram", type=int, default=None, metavar="G",
+                     help="largest Gram matrix side to build, 2 N tau1 rounds + N + 2 (default 150: "
+                     "minutes on 2 cores; the solve time grows about as its size^3.5)")  # fmt: skip
 
     bench = _command(sub, "bench", "time zeta on large graphs, bound grids and the optimiser", _cmd_bench)
     bench.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")

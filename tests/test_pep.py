@@ -249,3 +249,32 @@ def test_a_nan_violation_is_not_dropped() -> None:
 def test_certificate_rtol_must_be_in_range(rtol) -> None:
     with pytest.raises(InputError, match="certificate_rtol"):
         dfl_worst_case(RING4, certificate_rtol=rtol, **CELL)
+
+
+@pytest.mark.parametrize(
+    ("graph", "nodes", "tau1", "rounds"),
+    [("ring", 4, 2, 2), ("ring", 3, 1, 3), ("path", 3, 2, 2), ("complete", 4, 2, 2)],
+)
+def test_the_gram_size_estimate_bounds_the_built_problem(
+    graph: str, nodes: int, tau1: int, rounds: int
+) -> None:
+    """Within 1 where gossip keeps the nodes apart; the complete graph's exact averaging shares points."""
+    from bounds.graph.mixing import as_dense, topology_matrix
+    from bounds.pep import gram_size_estimate
+
+    C = as_dense(topology_matrix(graph, nodes, "metropolis", 0))
+    r = dfl_worst_case(C, tau1=tau1, tau2=1, rounds=rounds, eta=0.1, L=1.0, gap=1.0)
+    estimate = gram_size_estimate(nodes, tau1, rounds)
+    assert r.gram_size <= estimate and (graph == "complete" or estimate - r.gram_size <= 1)
+
+
+def test_a_problem_too_large_to_solve_is_refused_before_it_is_built(capsys) -> None:
+    """1,000 rounds on 3 nodes ran on with no output (a Gram matrix of about 6,000)."""
+    argv = "pep --L 1 --gap 1 --eta 0.1 --nodes 3 --topology complete --tau1 1 --tau2 1 --rounds 1000"
+    assert main(argv.split()) == 2
+    assert "Gram matrix would be about 6005 x 6005" in capsys.readouterr().err
+    assert main([*argv.split()[:-1], "2", "--max-gram", "5"]) == 2  # 17 > 5
+    assert "more than max_gram = 5" in capsys.readouterr().err
+    C = np.full((3, 3), 1 / 3)
+    with pytest.raises(InputError, match="max_gram = 0 is out of range"):
+        dfl_worst_case(C, tau1=1, tau2=1, rounds=1, eta=0.1, L=1.0, gap=1.0, max_gram=0)
