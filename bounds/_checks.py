@@ -85,11 +85,12 @@ def real_array(
         frac[finite] = arr[finite] != np.round(arr[finite])
         if frac.any():
             raise InputError(f"{name} = {_first_bad(arr, frac)} is not a whole number ({expected})")
-        huge = np.abs(arr) > MAX_EXACT_INTEGER
+        # on the integers as given where they are (2^53 + 1 is 2^53 as a float, and passed)
+        huge = np.abs(raw if raw.dtype.kind in "iu" else arr) > MAX_EXACT_INTEGER
         if huge.any():
             raise InputError(
-                f"{name} = {_first_bad(arr, huge):g} is too large (expected an integer of magnitude at most "
-                "2^53, which a float holds exactly)"
+                f"{name} = {_num(_first_bad(raw, huge))} is too large (expected an integer of magnitude at "
+                "most 2^53, which a float holds exactly)"
             )
     if low is not None:
         below = arr <= low if low_open else arr < low
@@ -137,7 +138,11 @@ def broadcastable(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _num(x: float) -> str:
-    return str(int(x)) if math.isfinite(x) and x == int(x) else repr(x)
+    """A value in a message: integers whole, floats from 1e16 on as floats (1e308 as a 309-digit integer
+    filled a line)."""
+    if isinstance(x, int | np.integer):
+        return str(int(x))
+    return str(int(x)) if math.isfinite(x) and x == int(x) and abs(x) < 1e16 else repr(float(x))
 
 
 def _domain_text(

@@ -308,14 +308,26 @@ def _cmd_expr(args: argparse.Namespace) -> str:
     return symbolic.latex(args.name) if args.latex else symbolic.pretty(args.name)
 
 
-_FLAGS: dict[str, tuple[type, str]] = {
+def _count(text: str) -> int | float:
+    """A number as given: an integer literal stays an exact int (as a float, 2^53 + 1 became 2^53 before the
+    range check saw it), anything else a float (1e6)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+_count.__name__ = "number"  # argparse's "invalid number value: 'abc'"
+
+
+_FLAGS: dict[str, tuple[Callable[[str], Any], str]] = {
     "--L": (float, "smoothness constant L"),
     "--sigma2": (float, "gradient-noise variance sigma^2 (C-DFL: the mean sigma_bar^2)"),
     "--nodes": (int, "number of nodes N"),
     "--eta": (float, "learning rate eta"),
     "--tau1": (int, "local steps per round"),
     "--tau2": (int, "gossip steps per round"),
-    "--T": (float, "total steps T (local and gossip)"),
+    "--T": (_count, "total steps T (local and gossip)"),
     "--gap": (float, "F(u_1) - F_inf"),
     "--K": (int, "number of rounds K"),
     "--t-comp": (float, "seconds per local step"),

@@ -410,3 +410,19 @@ def test_tau2_zero_is_said_in_compare_and_cdfl(capsys) -> None:
     data = json.loads(out)
     assert code == 0 and not data["success"] and data["message"].startswith("tau2 = 0: no gossip step")
     assert data["order_terms"]["second"] == "inf"
+
+
+def test_a_step_count_beyond_2_53_is_refused_exactly_and_huge_values_read_short(capsys) -> None:
+    """--T was read as a float, so 2^53 + 1 became 2^53 and passed (tail_steps 0 instead of 1); a value of
+    1e308 was printed as a 309-digit integer."""
+    base = f"dfl {DFL_PROBLEM} --tau2 4 --zeta 0.8".split()
+    argv = [*base, "--T", str(2**53 + 1)]
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and f"T = {2**53 + 1} is too large" in err
+    code, out, _ = run(capsys, *base, "--T", str(2**53), "--json")
+    assert code == 0 and json.loads(out)["rounds"] == 2**53 // 8
+    code, _, err = run(capsys, *[a if a != "0.8" else "1e308" for a in base])
+    assert code == 2 and "zeta = 1e+308 is out of range" in err
+    with pytest.raises(SystemExit) as stop:
+        main([*base, "--T", "abc"])
+    assert stop.value.code == 2 and "argument --T: invalid number value: 'abc'" in capsys.readouterr().err
