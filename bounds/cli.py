@@ -109,6 +109,11 @@ def _arguments(fn: Callable[..., Any], args: argparse.Namespace, **given: Any) -
 def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
     """zeta from --zeta, or from --topology (recording the topology and beta_mix in ``out``)."""
     if args.topology is None:
+        if args.nodes == 1 and args.zeta != 0:  # (the library takes N = 1 for a shared noise, at any zeta)
+            raise InputError(
+                f"--zeta {args.zeta:g} with --nodes 1 (expected --zeta 0: one node's C = [[1]] has no other "
+                "eigenvalue)"
+            )
         if getattr(args, "beta", None) is not None:
             out["beta_mix"] = args.beta
         return args.zeta

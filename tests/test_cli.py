@@ -388,6 +388,7 @@ CDFL_PROBLEM = "--L 1 --mu 0.1 --sigma2 1 --G2 1 --nodes 10 --zeta 0.87 --beta 1
          "--weights metropolis has no effect: --zeta gives zeta itself"),
         (f"dfl {DFL_PROBLEM} --tau2 4 --topology ring --seed 3", "--seed 3 has no effect: only erdos-renyi"),
         ("topology matrix:C.txt --weights metropolis", "a matrix:PATH gives C itself"),
+        (f"dfl {DFL_PROBLEM} --tau2 4 --zeta 0.5 --nodes 1", "--zeta 0.5 with --nodes 1 (expected --zeta 0"),
         (f"cdfl {CDFL_PROBLEM} --tau1 4 --tau2 4 --K 100 --delta 0.5 --dim 9",
          "--dim 9 has no effect: only --compressor reads it"),
         (f"optimize --bound cdfl {CDFL_PROBLEM} --dim 1000 --t-comp 0.01 --latency 0.001 --bandwidth 1e6 "

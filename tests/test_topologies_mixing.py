@@ -109,6 +109,7 @@ def test_light_names_are_the_builders_names() -> None:
         ([[1.2, -0.2], [-0.2, 1.2]], r"C\[0, 1\] = -0.2 is negative"),
         ([[0.5, 0.5], [0.4, 0.6]], r"not symmetric: \|C\[0, 1\] - C\[1, 0\]\| = 0.1"),
         ([[0.5, 0.4, 0.0], [0.4, 0.5, 0.1], [0.0, 0.1, 0.9]], r"row 0 of C sums to 0.9 \(expected"),
+        ([[1e308, 1e308], [1e308, 1e308]], r"C\[0, 0\] = 1e\+308 exceeds 1"),  # its row sums overflowed
         (np.eye(3), r"disconnected \(3 components; node 0 cannot reach node 1\)"),
         ("abc", r"C holds strings \(expected an N x N matrix of real numbers\)"),
         ([["0.5", "0.5"], ["0.5", "0.5"]], r"C holds strings"),  # they used to convert
@@ -225,7 +226,7 @@ def test_graph_and_matrix_helpers_name_what_they_cannot_use(tmp_path) -> None:
         (lambda: from_edge_list([(0,)]), "expected a file path or \\(u, v\\) pairs"),
         (lambda: from_edge_list([(0, 0)]), "the edge list has no edges"),
         (lambda: from_edge_list(5), "edges = 5"),
-        (lambda: lazy(np.eye(3) * 3), "row 0 of C sums to 3"),
+        (lambda: lazy(np.eye(3) * 3), r"C\[0, 0\] = 3 exceeds 1"),
     ]
     for call, message in cases:
         with pytest.raises(InputError, match=message):

@@ -227,6 +227,12 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     if values.size and values.min() < -tol:
         i, j = _argworst(M, -M)
         raise InputError(f"C[{i}, {j}] = {_entry(M, i, j):.6g} is negative (expected c_ij >= 0)")
+    if values.size and values.max() > 1 + tol:  # before the row sums (1e308 entries overflowed them)
+        i, j = _argworst(M, M)
+        raise InputError(
+            f"C[{i}, {j}] = {_entry(M, i, j):.6g} exceeds 1 (expected 0 <= c_ij <= 1: non-negative entries "
+            "whose rows sum to 1)"
+        )
     asym = abs(M - M.T)
     if asym.max() > tol:
         i, j = _argworst(asym, asym)
