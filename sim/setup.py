@@ -293,6 +293,12 @@ def _creatable(out: Path) -> None:
     if not near.is_dir() or not os.access(near, os.W_OK | os.X_OK):
         why = "a file is in the way" if near.exists() and not near.is_dir() else "permission denied"
         raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
+    for marker, what in (("sweep.json", "sweep"), ("plan.json", "plan")):
+        if (out / marker).is_file():  # the run's files went in beside the sweep's or plan's own
+            raise InputError(
+                f"out = {str(out)!r} is a dfl-sim {what} folder (expected a folder of the run's own, such as "
+                f"{str(out / 'run')!r})"
+            )
 
 
 def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str] | None = None) -> None:

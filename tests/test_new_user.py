@@ -387,3 +387,14 @@ def test_help_and_bad_flags_answer_before_torch_loads(code: str) -> None:
     assert done.returncode == 0, done.stderr
     exit_code, loaded = done.stdout.split()[-2:]
     assert exit_code in ("0", "2") and loaded == "False", (done.stdout[-300:], done.stderr[-300:])
+
+
+def test_a_run_into_a_sweep_or_plan_folder_is_refused(capsys, tiny, tmp_path) -> None:
+    """Its files went in beside the sweep's sweep.json (or the plan's plan.json)."""
+    for marker in ("sweep.json", "plan.json"):
+        folder = tmp_path / marker.split(".")[0]
+        folder.mkdir()
+        (folder / marker).write_text("[]")
+        err = _one_line_error(capsys, _base(tiny, folder))
+        assert f"is a dfl-sim {marker.split('.')[0]} folder (expected a folder of the run's own" in err
+        assert sorted(p.name for p in folder.iterdir()) == [marker]
