@@ -195,6 +195,8 @@ class RunRecorder:
                 "bits_per_gossip": s.bits_per_gossip,
                 "t_comm": s.cost.t_comm,
                 "mixing_matrix": as_dense(s.C).tolist() if config.nodes <= 100 else "omitted (N > 100)",
+                # eval_samples is capped by each set's size (1e9 asked, the test set's 10,000 used)
+                "eval_samples_used": {"train": len(self.evaluator.y_tr), "test": len(self.evaluator.y_te)},
             }
             record = {**asdict(config), "resolved": resolved} | ({"changes": changes} if changes else {})
             atomic_write(s.out / "config.json", lambda p: p.write_text(json.dumps(record, indent=1)))

@@ -45,6 +45,8 @@ def test_every_algorithm_runs_and_records(tiny, tmp_path, algorithm: str) -> Non
     assert not summary["diverged"] and summary["final_test_accuracy"] > 0.6
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["algorithm"] == algorithm and "mixing_matrix" in saved["resolved"]
+    # the counts used are recorded (eval_samples = 1e9 was capped unsaid); here 60 of 240 and 60 of 60
+    assert saved["resolved"]["eval_samples_used"] == {"train": 60, "test": 60}
     gossip_steps = {"dfl": 12, "cdfl": 12, "csgd": 8, "dsgd": 24, "sync": 12, "local": 8}[algorithm]
     bits = (5 * (32 + 5)) if algorithm == "cdfl" else 32 * 27  # d = 8 * 3 + 3
     assert summary["bits_per_node"] == gossip_steps * bits
