@@ -85,11 +85,13 @@ def real_array(
         frac[finite] = arr[finite] != np.round(arr[finite])
         if frac.any():
             raise InputError(f"{name} = {_first_bad(arr, frac)} is not a whole number ({expected})")
-        # on the integers as given where they are (2^53 + 1 is 2^53 as a float, and passed)
-        huge = np.abs(raw if raw.dtype.kind in "iu" else arr) > MAX_EXACT_INTEGER
+        # on the integers as given where numpy holds them (2^53 + 1 is 2^53 as a float, and passed); past
+        # int64 (an object array) as floats
+        exact = raw if raw.dtype.kind in "iu" else arr
+        huge = np.abs(exact) > MAX_EXACT_INTEGER
         if huge.any():
             raise InputError(
-                f"{name} = {_num(_first_bad(raw, huge))} is too large (expected an integer of magnitude at "
+                f"{name} = {_num(_first_bad(exact, huge))} is too large (expected an integer of magnitude at "
                 "most 2^53, which a float holds exactly)"
             )
     if low is not None:

@@ -31,7 +31,7 @@ from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
-from sim.host import automatic_threads, retain_freed_memory
+from sim.host import automatic_threads, check_threads, retain_freed_memory
 from sim.interrupt import checkpoint_on_interrupt
 
 __all__ = ["main"]
@@ -124,6 +124,7 @@ def _config(args: argparse.Namespace, chosen_by_command: Sequence[str] = ()) -> 
     values.update({name: getattr(args, name) for name in given})
     config = RunConfig(**values)
     config.validate()  # a bad value is refused before torch loads (seconds)
+    check_threads(config.threads)
     for name, why in config.without_effect(set(given) - set(chosen_by_command)):
         flag = "--" + name.replace("_", "-")
         raise InputError(f"{flag} {getattr(config, name)} has no effect: {why} (expected it left out)")
@@ -216,6 +217,8 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     base, grid = load_grid(args.grid)
     if args.threads is not None:
         base["threads"] = args.threads
+    if isinstance(base.get("threads"), int):  # (another type: RunConfig.validate names it)
+        check_threads(base["threads"])
     if not base.get("threads"):
         base["threads"] = automatic_threads()
     points = grid_points(base, grid, args.out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -125,12 +124,6 @@ class RunConfig:
             raise InputError(f"seed = {self.seed!r} is out of range (expected an integer 0 <= seed < 2^63)")
         if self.threads < 0:
             raise InputError(f"threads = {self.threads!r} is out of range (expected >= 0; 0 = automatic)")
-        cores = os.cpu_count() or 1
-        if self.threads > cores:  # 10,000 threads ran 8x slower and loaded the machine to 1,759
-            raise InputError(
-                f"threads = {self.threads!r} is more than this machine's {cores} cores (expected at most "
-                f"{cores}; 0 = automatic)"
-            )
         for name in ("eta", "t_comp", "t_comm", "checkpoint_seconds", "alpha"):
             value = getattr(self, name)
             if not value > 0:
@@ -169,7 +162,7 @@ class RunConfig:
             raise InputError(
                 f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
             )
-        if not self.timeout >= 1:  # 0.001 s failed every start: the processes take seconds to meet
+        if self.backend == "distributed" and not self.timeout >= 1:  # 0.001 s failed every start
             raise InputError(
                 f"timeout = {self.timeout!r} is out of range (expected seconds >= 1: the processes need "
                 "seconds to start and meet)"
@@ -285,8 +278,9 @@ class RunConfig:
         return [name.strip().replace("-", "_") for name in self.allow_change.split(",") if name.strip()]
 
 
-JSON_NOT_REPEATED = ("out", "resume", "allow_change")
-"""Fields of a run's config.json that a run repeated from it does not take (its folder and resumption)."""
+JSON_NOT_REPEATED = ("out", "resume", "allow_change", "threads")
+"""Fields of a run's config.json that a run repeated from it does not take (its folder and resumption, and
+its threads: the machine's, which ``dfl-sim run`` records when it chose them, 64 on a larger machine)."""
 
 
 def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:

@@ -49,6 +49,7 @@ __all__ = [
     "automatic_threads",
     "available_memory",
     "busy_cores",
+    "check_threads",
     "physical_memory",
     "retain_freed_memory",
 ]
@@ -104,6 +105,19 @@ def retain_freed_memory() -> bool:
             return False
         os.environ[name] = str(value)  # for the processes this one spawns
     return True
+
+
+def check_threads(threads: int) -> None:
+    """InputError unless ``threads`` (torch threads asked for; 0 = automatic) is at most the cores this
+    process may use: 10,000 ran a run 8x slower, loaded the machine to 1,759 and crashed versus's children.
+    Checked where the user asks (a flag, a config file, a grid), not in RunConfig.validate: a config.json
+    records the threads its machine chose."""
+    cores = len(allowed_cpus())
+    if threads > cores:
+        raise InputError(
+            f"threads = {threads!r} is more than the {cores} cores this process may use (expected at most "
+            f"{cores}; 0 = automatic)"
+        )
 
 
 def automatic_threads(window: float = 0.2) -> int:

@@ -60,7 +60,7 @@ from bounds.graph.topologies import ring
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
 from sim.errors import SimulationError
-from sim.host import allowed_cpus
+from sim.host import allowed_cpus, check_threads
 
 __all__ = ["SIMULATORS", "Workload", "gossipy_child", "versus", "versus_rows"]
 
@@ -132,6 +132,8 @@ def versus(
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
+    for n in nodes:  # whole numbers before any comparison (a string would not compare with a count)
+        _at_least("nodes", n, 1)
     _at_least("node_steps", node_steps, 1)
     samples = TRAINING_SAMPLES[dataset]
     if max(nodes) > samples:  # dflkit's partition refuses it, but only after gossipy had run
@@ -147,6 +149,7 @@ def versus(
     _at_least("repeats", repeats, 1)
     threads = len(allowed_cpus()) if threads is None else threads
     _at_least("threads", threads, 1)
+    check_threads(threads)
     works = []
     for n in nodes:
         ring(n)  # a ring of n nodes exists (n >= 3)

@@ -420,6 +420,8 @@ def test_a_step_count_beyond_2_53_is_refused_exactly_and_huge_values_read_short(
     argv = [*base, "--T", str(2**53 + 1)]
     code, _, err = run(capsys, *argv)
     assert code == 2 and f"T = {2**53 + 1} is too large" in err
+    code, _, err = run(capsys, *base, "--T", str(10**23))  # past int64: numpy holds it as an object
+    assert code == 2 and "T = 1e+23 is too large" in err
     code, out, _ = run(capsys, *base, "--T", str(2**53), "--json")
     assert code == 0 and json.loads(out)["rounds"] == 2**53 // 8
     code, _, err = run(capsys, *[a if a != "0.8" else "1e308" for a in base])

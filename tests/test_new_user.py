@@ -85,7 +85,7 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         (["--topology", f"edges:{disconnected}", "--weights", "metropolis"], "disconnected"),
         (["--allow-change", "model"], "allow_change names 'model'"),
         (["--threads", "-2"], "threads = -2 is out of range"),
-        (["--threads", "100000"], "threads = 100000 is more than this machine's"),
+        (["--threads", "100000"], "threads = 100000 is more than the"),
         (["--resume"], "does not exist (expected the folder of an interrupted run"),
         (["--latency", "0.1"], "latency = 0.1 needs bandwidth"),
         (["--model", "foo"], "model = 'foo' is unknown (expected one of: cnn, logreg, lstsq)"),
@@ -398,3 +398,23 @@ def test_a_run_into_a_sweep_or_plan_folder_is_refused(capsys, tiny, tmp_path) ->
         err = _one_line_error(capsys, _base(tiny, folder))
         assert f"is a dfl-sim {marker.split('.')[0]} folder (expected a folder of the run's own" in err
         assert sorted(p.name for p in folder.iterdir()) == [marker]
+
+
+def test_a_config_json_from_a_larger_machine_repeats_here(capsys, tiny, tmp_path) -> None:
+    """dfl-sim run records the threads it chose (64 on a larger machine): a repeat from that config.json
+    must not be refused by the threads limit, which applies to what the user asks (flags, TOML, grids)."""
+    out = tmp_path / "run"
+    assert sim_main(_base(tiny, out)) == 0
+    record = json.loads((out / "config.json").read_text())
+    record["threads"] = 10**6
+    (out / "config.json").write_text(json.dumps(record))
+    assert sim_main(["run", "--config", str(out / "config.json"), "--out", str(tmp_path / "again")]) == 0
+    capsys.readouterr()
+    toml = tmp_path / "run.toml"
+    toml.write_text("threads = 1000000\n")
+    err = _one_line_error(capsys, ["run", "--config", str(toml), "--out", str(tmp_path / "t")])
+    assert "threads = 1000000 is more than the" in err
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'[base]\ndataset = "npz:{tiny}"\nthreads = 1000000\n[grid]\nseed = [0]\n')
+    err = _one_line_error(capsys, ["sweep", str(grid), "--out", str(tmp_path / "s")])
+    assert "threads = 1000000 is more than the" in err

@@ -63,6 +63,20 @@ def test_the_best_eta_of_extreme_problems_is_found(bound: str, name: str, value:
     assert field == pytest.approx(r.bound, rel=1e-9)
 
 
+@pytest.mark.parametrize("centre", [-3.0, -78.5, -79.5, -79.9, -80.0, -80.5, -150.0, -700.0])
+def test_the_golden_search_finds_a_minimum_at_any_depth(centre: float) -> None:
+    """A minimum in the last unit of the first e^-80 window made the search move down a window and return
+    that window's upper edge (-80 for -79.5)."""
+    from bounds.plan.optimize import _best_eta, _golden_eta
+
+    found = _golden_eta(lambda e: (np.log(e) - centre) ** 2, np.array([1.0, 2.0]))
+    assert np.log(found) == pytest.approx([centre, centre], abs=1e-6)
+    # b + 2 c eta_max overflows: the bracket is taken in logs (it gave eta = 0)
+    assert _best_eta(np.array([1.0]), np.array([1e300]), np.array([1e300]), np.array([1e10]))[0] == (
+        pytest.approx(1e-150, rel=1e-9)
+    )
+
+
 @pytest.mark.parametrize("bound", ["paper", "repaired"])
 @pytest.mark.parametrize(
     ("t_comp", "t_comm", "budget"), [(1.0, 0.5, 2000.0), (0.2, 3.0, 500.0), (1.0, 1.0, 40.0)]

@@ -270,3 +270,38 @@ def test_the_repaired_lemma13_at_tau1_one(G2: float, K: int) -> None:
     grid = cdfl_bound(**{**inputs, "tau1": [1, 2]}, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
     two = cdfl_bound(**{**inputs, "tau1": 2}, zeta=0.87, delta=0.5, beta_mix=4 / 3, init_dist2=1.0)
     assert grid.bound_repaired.tolist() == pytest.approx([r.bound_repaired, two.bound_repaired], rel=1e-14)
+
+
+def test_the_harmonic_sums_hold_their_digits_for_any_shift_and_take_symbols() -> None:
+    """H1 = psi(a + K) - psi(a) lost every digit to cancellation near a = 1e15 (the tau1 = 1 repair's last
+    term came out 2.4x too large, then 0); large shifts take the series. sympy symbols go through
+    sympy.polygamma (scipy's digamma refused them), as the module promises for every function."""
+    import mpmath
+    import sympy
+
+    from bounds.cdfl.formulas import _harmonic_sums
+
+    mpmath.mp.dps = 40
+    for a, K in [(17.0, 10), (9e3, 7), (1e4, 1), (1e7, 10**6), (1e15, 100), (4e15, 3), (2e5, 1e9)]:
+        H1, H2 = _harmonic_sums(a, K)
+        exact1 = mpmath.digamma(mpmath.mpf(a) + K) - mpmath.digamma(mpmath.mpf(a))
+        exact2 = mpmath.polygamma(1, mpmath.mpf(a)) - mpmath.polygamma(1, mpmath.mpf(a) + K)
+        assert float(H1 / exact1) == pytest.approx(1, abs=1e-11) and float(H2 / exact2) == pytest.approx(
+            1, abs=1e-11
+        )
+    a, K = sympy.symbols("a K", positive=True)
+    H1, H2 = _harmonic_sums(a, K)
+    assert sympy.simplify(H1.subs({a: 3, K: 2}) - sympy.Rational(7, 12)) == 0  # 1/3 + 1/4
+    L, mu, s, N, G2, p, theta = sympy.symbols("L mu sigma2 N G2 p theta", positive=True)
+    terms = cf.lemma13_bound_stated_step_tau1_one(L, mu, s, N, K, a, 1, 0, 0, 0)
+    assert all(isinstance(t, sympy.Expr) for t in terms)
+    assert all(
+        isinstance(t, sympy.Expr) for t in cf.proposition2_order_terms(L, mu, s, G2, N, 2, 1, K, p, theta)
+    )
+
+
+def test_tau2_zero_is_counted_over_the_grid() -> None:
+    r = cdfl_bound(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, tau1=[1, 2, 3], tau2=[[0], [1]], K=100, zeta=0.87,
+                   delta=0.5, beta_mix=1.3)  # fmt: skip
+    assert r.message.startswith("3 point(s) have tau2 = 0: no gossip step")
+    assert np.isinf(r.order_terms["second"][0]).all() and np.isfinite(r.order_terms["second"][1]).all()

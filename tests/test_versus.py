@@ -104,7 +104,7 @@ def test_the_terminal_rows_carry_the_rates_and_ratios(tiny: dict) -> None:
         (("gossipy", [4], 24, 1, 1, "mnist", "/nonexistent"), "'/nonexistent/train-images-idx3-ubyte.gz'"),
         (("gossipy", [70_000], 70_000), "nodes = 70000 exceeds the 60000 training samples"),  # after gossipy
         (("gossipy", [3, 5], 4), "node_steps = 4 is fewer than nodes = 5"),  # ran one round, unsaid
-        (("gossipy", [4], 24, 1, 10**6), "threads = 1000000 is more than this machine's"),  # a child's crash
+        (("gossipy", [4], 24, 1, 10**6), "threads = 1000000 is more than the"),  # a child's crash
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, polygamma
 
+from bounds.dfl.formulas import _symbolic
+
 __all__ = [
     "D1",
     "D2",
@@ -232,12 +234,39 @@ def lemma13_bound_stated_step_tau1_one(
     Q = lemma13_bracket(L, mu, sigma2_bar, N, 1, d1, d2, d3)
     X = a + K - 1
     g = X**2 / (X - 1)
-    H1 = digamma(a + K) - digamma(a)
-    H2 = polygamma(1, a) - polygamma(1, a + K)
+    H1, H2 = _harmonic_sums(a, K)
     initial = mu * (a - 1) * (a - 2) * g * init_dist2 / (4 * S)
     noise = 4 * (K - H1) * g * sigma2_bar / (mu * S * N)
     higher = 16 * (H1 - H2) * g * Q / (mu**2 * S)
     return initial, noise, higher
+
+
+LARGE_SHIFT = 1e4
+"""From this a on, :func:`_harmonic_sums` takes the asymptotic series (relative error about 1 / (30 a^4)):
+the digamma differences lose digits to cancellation (1e-12 relative at a = 1e6, all of them near 1e15)."""
+
+
+def _harmonic_sums(a: Any, K: Any) -> tuple[Any, Any]:
+    """H1 = sum_{k<K} 1 / (a + k) = psi(a + K) - psi(a) and H2 = sum_{k<K} 1 / (a + k)^2 = psi'(a) -
+    psi'(a + K); sympy's polygamma for symbols. For a >= LARGE_SHIFT, from psi(x) = ln x - 1/(2x) -
+    1/(12x^2) + O(x^-4) and psi'(x) = 1/x + 1/(2x^2) + 1/(6x^3) + O(x^-5), each difference written without
+    cancellation (1/a - 1/(a + K) = K / (a (a + K)), ...)."""
+    sympy = _symbolic(a) or _symbolic(K)
+    if sympy is not None:
+        return (
+            sympy.polygamma(0, a + K) - sympy.polygamma(0, a),
+            sympy.polygamma(1, a) - sympy.polygamma(1, a + K),
+        )
+    a, K = np.asarray(a, dtype=float), np.asarray(K, dtype=float)
+    b = a + K
+    d1 = K / (a * b)  # 1/a - 1/b
+    d2 = K * (a + b) / (a * b) ** 2  # 1/a^2 - 1/b^2
+    d3 = K * (a * a + a * b + b * b) / (a * b) ** 3  # 1/a^3 - 1/b^3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        series = (np.log1p(K / a) + d1 / 2 + d2 / 12, d1 + d2 / 2 + d3 / 6)
+        exact = (digamma(b) - digamma(a), polygamma(1, a) - polygamma(1, b))
+    large = a >= LARGE_SHIFT
+    return tuple(np.where(large, s, e)[()] for s, e in zip(series, exact, strict=True))
 
 
 def lemma13_step_condition_lhs(L: Any, mu: Any, tau1: Any, eta: Any, alpha: Any) -> Any:
@@ -295,7 +324,9 @@ def proposition2_order_terms(
     """
     kappa = L / mu
     first = tau1 * sigma2_bar / (mu * K * N)
-    gap = 1 - contraction(p, theta, tau2)  # <= 0 (tau2 = 0, say): no contraction, no finite order (was < 0)
-    second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * np.where(gap > 0, gap, 0.0))
+    gap = 1 - contraction(p, theta, tau2)
+    if _symbolic(gap) is None:  # <= 0 (tau2 = 0, say): no contraction, no finite order (it was negative)
+        gap = np.where(gap > 0, gap, 0.0)
+    second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * gap)
     third = kappa**3 * G2 * tau1 / (K**3 * mu)
     return first, second, third

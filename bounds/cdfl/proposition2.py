@@ -235,8 +235,8 @@ def cdfl_bound(
     failed = [k for k, c in conditions.items() if not np.all(c)]
     message = ("conditions not met: " + ", ".join(failed) + "; the bound is not guaranteed") if failed else ""
     if (v["tau2"] == 0).any():  # as dfl_bound says it: the one reason the contraction fails for any theta
-        zero = int((v["tau2"] == 0).sum())
-        where = "tau2 = 0" if np.ndim(v["tau2"]) == 0 else f"{zero} point(s) have tau2 = 0"
+        zero = int(np.broadcast_to(v["tau2"] == 0, shape).sum())  # points of the grid, not tau2's entries
+        where = "tau2 = 0" if shape == () else f"{zero} point(s) have tau2 = 0"
         message = "; ".join(filter(None, [f"{where}: no gossip step, so the models never mix (contraction "
                                           "(1 + theta)(1 - p)^0 > 1)", message]))  # fmt: skip
     message = "; ".join(filter(None, [message, overflow_note(initial + noise + higher)]))

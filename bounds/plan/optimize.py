@@ -110,7 +110,7 @@ def _golden_eta(value_at: Callable[[np.ndarray], np.ndarray], eta_max: np.ndarra
     (extreme inputs: gap = 1e-80 put it near e^-95 eta_max, and the window's edge was returned)."""
     top = np.log(eta_max)
     ratio = (np.sqrt(5.0) - 1) / 2
-    best = np.full(np.shape(top), np.nan)
+    best = top.copy()
     todo = np.ones(np.shape(top), dtype=bool)
     for window in range(10):  # down to e^-800 eta_max: below float64's smallest numbers
         high_end = np.where(todo, top - 80.0 * window, top)
@@ -120,8 +120,10 @@ def _golden_eta(value_at: Callable[[np.ndarray], np.ndarray], eta_max: np.ndarra
             keep_left = value_at(np.exp(left)) <= value_at(np.exp(right))
             high, low = np.where(keep_left, right, high), np.where(keep_left, low, left)
         found = 0.5 * (low + high)
-        best = np.where(todo, found, best)
-        todo = todo & (found < high_end - 79.0)  # at the low edge: the minimum lies below the window
+        # the window's answer where it is better (a minimum just inside the last window stays)
+        better = todo & ((window == 0) | (value_at(np.exp(found)) < value_at(np.exp(best))))
+        best = np.where(better, found, best)
+        todo = todo & (found < high_end - 80.0 + 1e-6)  # at the low edge: the minimum may lie below
         if not todo.any():
             break
     return np.exp(best)
@@ -130,13 +132,16 @@ def _golden_eta(value_at: Callable[[np.ndarray], np.ndarray], eta_max: np.ndarra
 def _best_eta(a: np.ndarray, b: np.ndarray, c: np.ndarray, eta_max: np.ndarray) -> np.ndarray:
     """argmin over 0 < eta <= eta_max of a / eta + b eta + c eta^2 (a > 0, b, c >= 0), vectorised."""
     best = eta_max.copy()
-    slope_at_max = -a / eta_max**2 + b + 2 * c * eta_max
+    with np.errstate(over="ignore"):  # an infinite slope is a positive one
+        slope_at_max = -a / eta_max**2 + b + 2 * c * eta_max
     inside = (slope_at_max > 0) & (eta_max > 0)
     if inside.any():
         aa, bb, cc, top = a[inside], b[inside], c[inside], eta_max[inside]
         # the root has a / eta^2 = b + 2 c eta <= b + 2 c eta_max: it lies above sqrt(a / (b + 2 c eta_max))
         # (a fixed e^-80 of eta_max cut it off for gap = 1e-80, and returned that edge as the optimum)
-        low, high = 0.5 * (np.log(aa) - np.log(bb + 2 * cc * top)), np.log(top)
+        # (in logs: b + 2 c eta_max itself may overflow)
+        low = 0.5 * (np.log(aa) - np.logaddexp(np.log(bb), np.log(2 * cc) + np.log(top)))
+        high = np.log(top)
         for _ in range(_BISECTION_STEPS):
             mid = 0.5 * (low + high)
             eta = np.exp(mid)
