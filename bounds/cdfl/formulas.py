@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, polygamma
 
-from bounds.dfl.formulas import _symbolic
+from bounds.dfl.formulas import symbolic_namespace
 
 __all__ = [
     "D1",
@@ -251,7 +251,7 @@ def _harmonic_sums(a: Any, K: Any) -> tuple[Any, Any]:
     psi'(a + K); sympy's polygamma for symbols. For a >= LARGE_SHIFT, from psi(x) = ln x - 1/(2x) -
     1/(12x^2) + O(x^-4) and psi'(x) = 1/x + 1/(2x^2) + 1/(6x^3) + O(x^-5), each difference written without
     cancellation (1/a - 1/(a + K) = K / (a (a + K)), ...)."""
-    sympy = _symbolic(a) or _symbolic(K)
+    sympy = symbolic_namespace(a) or symbolic_namespace(K)
     if sympy is not None:
         return (
             sympy.polygamma(0, a + K) - sympy.polygamma(0, a),
@@ -325,7 +325,7 @@ def proposition2_order_terms(
     kappa = L / mu
     first = tau1 * sigma2_bar / (mu * K * N)
     gap = 1 - contraction(p, theta, tau2)
-    if _symbolic(gap) is None:  # <= 0 (tau2 = 0, say): no contraction, no finite order (it was negative)
+    if symbolic_namespace(gap) is None:  # <= 0 (tau2 = 0, say): no contraction, no finite order (was < 0)
         gap = np.where(gap > 0, gap, 0.0)
     second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * gap)
     third = kappa**3 * G2 * tau1 / (K**3 * mu)

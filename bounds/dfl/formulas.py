@@ -59,13 +59,14 @@ __all__ = [
     "non_iid_local_step_bound",
     "quadratic_condition_lhs",
     "sqrt",
+    "symbolic_namespace",
     "sync_sgd_term",
     "upper_bound",
     "variance_coefficient",
 ]
 
 
-def _symbolic(x: Any) -> Any:
+def symbolic_namespace(x: Any) -> Any:
     """sympy when ``x`` is a sympy expression, else None. sympy (about 0.4 s to import) is never imported
     here: an expression exists only if its caller imported sympy (:mod:`bounds.dfl.symbolic`)."""
     sympy = sys.modules.get("sympy")
@@ -74,7 +75,7 @@ def _symbolic(x: Any) -> Any:
 
 def sqrt(x: Any) -> Any:
     """Square root in the namespace of ``x`` (sympy for symbolic input, numpy otherwise)."""
-    sympy = _symbolic(x)
+    sympy = symbolic_namespace(x)
     return sympy.sqrt(x) if sympy is not None else np.sqrt(x)
 
 
@@ -361,5 +362,5 @@ def non_iid_local_step_bound(
 def eta_max_non_iid(L: Any, tau1: Any, tau2: Any, zeta: Any) -> Any:
     """Largest eta with eta L <= 1 and rho_D = (eta L)^2 a_D <= 1/2: 1 / (L max(1, sqrt(2 a_D)))."""
     root = sqrt(2 * drift_recursion_coefficient(tau1, tau2, zeta))
-    sympy = _symbolic(root)
+    sympy = symbolic_namespace(root)
     return 1 / (L * (sympy.Max(1, root) if sympy is not None else np.maximum(1.0, root)))
