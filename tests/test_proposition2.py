@@ -305,3 +305,18 @@ def test_tau2_zero_is_counted_over_the_grid() -> None:
                    delta=0.5, beta_mix=1.3)  # fmt: skip
     assert r.message.startswith("3 point(s) have tau2 = 0: no gossip step")
     assert np.isinf(r.order_terms["second"][0]).all() and np.isfinite(r.order_terms["second"][1]).all()
+
+
+def test_a_contraction_that_rounds_to_one_keeps_a_finite_bound() -> None:
+    """At 1 - zeta = 1e-8 (a ring of about 36,000 nodes) p = 6e-21 made A = (1 + theta)(1 - p)^tau2 exactly
+    1.0: the D terms were 0 / 0 and the bound NaN, 'overflowing'. From log A the bound keeps growing as
+    1 / (1 - zeta)^2 and the contraction condition holds."""
+    inputs = dict(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, tau1=4, tau2=4, K=10, delta=0.5, beta_mix=1.0)
+    near, nearer = (cdfl_bound(**inputs, zeta=1 - gap) for gap in (1e-7, 1e-8))
+    assert np.isfinite(nearer.bound) and nearer.conditions_ok and nearer.message == ""
+    assert nearer.bound / near.bound == pytest.approx(100, rel=1e-3)
+    A = cf.contraction(1e-3, 5e-4, 4)
+    assert cf.contraction_gap(1e-3, 5e-4, 4) == pytest.approx(1 - A, rel=1e-10)
+    assert cf.D1(1.0, 2, 1.0, 1e-3, 5e-4, 4, 7) == pytest.approx(
+        2 * (1 + 1 / 5e-4) * 4 * (1 - 1e-3) ** 4 * cf.geometric_rounds(A, 7) + 4 / 3, rel=1e-9
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "choco_gamma",
     "choco_p",
     "contraction",
+    "contraction_gap",
     "geometric_rounds",
     "largest_eta_121",
     "lemma10_consensus_bound",
@@ -66,6 +67,29 @@ def geometric_rounds(A: Any, k: Any) -> Any:
     return (A**k - 1) / (A - 1)
 
 
+def _log_contraction(p: Any, theta: Any, tau2: Any) -> Any:
+    """log A = log(1 + theta) + tau2 log(1 - p), without rounding A (p = 6e-21 made A exactly 1.0)."""
+    return np.log1p(theta) + tau2 * np.log1p(-p)
+
+
+def contraction_gap(p: Any, theta: Any, tau2: Any) -> Any:
+    """1 - A, exact where A rounds to 1 (a ring of 36,000 nodes: 1 - zeta = 1e-8, p = 6e-21); sympy: 1 - A."""
+    if symbolic_namespace(p) or symbolic_namespace(theta) or symbolic_namespace(tau2):
+        return 1 - contraction(p, theta, tau2)
+    return -np.expm1(_log_contraction(p, theta, tau2))
+
+
+def _rounds(p: Any, theta: Any, tau2: Any, k: Any) -> Any:
+    """:func:`geometric_rounds` of A = :func:`contraction` (p, theta, tau2), from log A (expm1): where A
+    rounds to 1 the quotient was 0 / 0 and Lemma 13's bound NaN; it is k there."""
+    if any(symbolic_namespace(x) for x in (p, theta, tau2, k)):
+        return geometric_rounds(contraction(p, theta, tau2), k)
+    log_a = _log_contraction(p, theta, tau2)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.expm1(k * log_a) / np.expm1(log_a)
+    return np.where(log_a == 0, k, ratio)[()]
+
+
 def lemma10_consensus_bound(
     eta_k: Any, tau1: Any, N: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any
 ) -> Any:
@@ -73,8 +97,7 @@ def lemma10_consensus_bound(
 
     2 (1 + 1/theta) eta_k^2 tau1^2 N G^2 (1-p)^tau2 (A^k - 1)/(A - 1).
     """
-    A = contraction(p, theta, tau2)
-    return 2 * (1 + 1 / theta) * eta_k**2 * tau1**2 * N * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+    return 2 * (1 + 1 / theta) * eta_k**2 * tau1**2 * N * G2 * (1 - p) ** tau2 * _rounds(p, theta, tau2, k)
 
 
 def lemma11_phi_bound(eta_k: Any, j: Any, N: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
@@ -82,9 +105,8 @@ def lemma11_phi_bound(eta_k: Any, j: Any, N: Any, G2: Any, p: Any, theta: Any, t
 
     4 (1 + 1/theta) eta_k^2 j^3 N G^2 (1-p)^tau2 (A^k - 1)/(A - 1) + eta_k^2 N G^2 (j-1)(2j-1) j / 3.
     """
-    A = contraction(p, theta, tau2)
     return (
-        4 * (1 + 1 / theta) * eta_k**2 * j**3 * N * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+        4 * (1 + 1 / theta) * eta_k**2 * j**3 * N * G2 * (1 - p) ** tau2 * _rounds(p, theta, tau2, k)
         + eta_k**2 * N * G2 * (j - 1) * (2 * j - 1) * j / 3
     )
 
@@ -100,25 +122,22 @@ def weight_sum(a: Any, K: Any) -> Any:
 
 def D1(L: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
     """Lemma 13's D1 = 2(1+1/theta) L tau1^2 G^2 (1-p)^tau2 (A^k-1)/(A-1) + L tau1^2 G^2 / 3."""
-    A = contraction(p, theta, tau2)
     return (
-        2 * (1 + 1 / theta) * L * tau1**2 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k)
+        2 * (1 + 1 / theta) * L * tau1**2 * G2 * (1 - p) ** tau2 * _rounds(p, theta, tau2, k)
         + L * tau1**2 * G2 / 3
     )
 
 
 def D2(L: Any, mu: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
     """Lemma 13's D2 = 8(1+1/theta)(L+mu) tau1 G^2 (1-p)^tau2 (A^k-1)/(A-1) + 4/3 (L+mu) tau1 G^2."""
-    A = contraction(p, theta, tau2)
-    return 8 * (1 + 1 / theta) * (L + mu) * tau1 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k) + (
+    return 8 * (1 + 1 / theta) * (L + mu) * tau1 * G2 * (1 - p) ** tau2 * _rounds(p, theta, tau2, k) + (
         4 * (L + mu) * tau1 * G2 / 3
     )
 
 
 def D3(L: Any, mu: Any, tau1: Any, G2: Any, p: Any, theta: Any, tau2: Any, k: Any) -> Any:
     """Lemma 13's D3 = (1+1/theta)(L+mu) tau1^4 G^2 (1-p)^tau2 (A^k-1) / (6(A-1)) + (L+mu) tau1^4 G^2 / 36."""
-    A = contraction(p, theta, tau2)
-    return (1 + 1 / theta) * (L + mu) * tau1**4 * G2 * (1 - p) ** tau2 * geometric_rounds(A, k) / 6 + (
+    return (1 + 1 / theta) * (L + mu) * tau1**4 * G2 * (1 - p) ** tau2 * _rounds(p, theta, tau2, k) / 6 + (
         (L + mu) * tau1**4 * G2 / 36
     )
 
@@ -324,7 +343,7 @@ def proposition2_order_terms(
     """
     kappa = L / mu
     first = tau1 * sigma2_bar / (mu * K * N)
-    gap = 1 - contraction(p, theta, tau2)
+    gap = contraction_gap(p, theta, tau2)
     if symbolic_namespace(gap) is None:  # <= 0 (tau2 = 0, say): no contraction, no finite order (was < 0)
         gap = np.where(gap > 0, gap, 0.0)
     second = kappa * tau1**4 * G2 * (1 - p) ** tau2 / (mu * K**2 * gap)

@@ -224,7 +224,7 @@ def cdfl_bound(
         "rho_in_(0,1]": rho > 0,
         "gamma_in_(0,1]": (gamma > 0) & (gamma <= 1),
         "theta_below_p/(1-p)": theta_ < p / (1 - p),
-        "contraction_below_1": A < 1,
+        "contraction_below_1": cf.contraction_gap(p, theta_, v["tau2"]) > 0,  # (A itself may round to 1)
         "a_at_least_16_kappa": a_ >= 16 * kappa * (1 - 1e-12),
         "a_above_1": a_ > 1,
         "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
