@@ -8,6 +8,7 @@ the closed forms of the proof's geometric sums must equal brute-force sums.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import sympy
 from conftest import mixing_matrices
 from hypothesis import assume, given, settings
@@ -158,3 +159,20 @@ def test_cdfl_bound_takes_one_node() -> None:
     r = cdfl_bound(L=1, mu=0.1, sigma2_bar=1, G2=1, N=1, tau1=2, tau2=1, K=100, delta=0.5, zeta=s.zeta,
                    beta_mix=s.beta_mix)  # fmt: skip
     assert r.bound > 0
+
+
+def test_small_sparse_matrices_and_a_sparse_J_are_solved() -> None:
+    """A sparse 2 x 2 C raised scipy's 'ncv must be k<ncv<=n' and a sparse C = J ARPACK's 'Starting vector is
+    zero': both are solved dense, with the dense answer."""
+    import scipy.sparse as sp
+
+    from bounds.graph.mixing import mixing_matrix
+    from bounds.graph.spectral import spectral_summary, zeta
+    from bounds.graph.topologies import make_graph
+
+    for C in (np.full((3, 3), 1 / 3), np.array([[0.75, 0.25], [0.25, 0.75]]), np.full((300, 300), 1 / 300)):
+        assert zeta(sp.csr_matrix(C)) == pytest.approx(zeta(C), abs=1e-12)
+        assert spectral_summary(sp.csr_matrix(C)).zeta == pytest.approx(zeta(C), abs=1e-12)
+    assert zeta(mixing_matrix(make_graph("complete", 4), "metropolis", sparse=True)) == pytest.approx(
+        0, abs=1e-12
+    )

@@ -82,7 +82,7 @@ def spectral_summary(C: Matrix, *, allow_disconnected: bool = False) -> Spectral
     >>> round(spectral_summary(mixing_matrix(ring(10))).zeta, 4)
     0.8727
     """
-    M = check_mixing_matrix(C, require_connected=not allow_disconnected)
+    M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
     n = M.shape[0]
     if n == 1:
         return SpectralSummary(1, float("nan"), float("nan"), 0.0, 1.0, 0.0, "trivial (N = 1)")
@@ -108,7 +108,7 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
     >>> round(zeta(np.full((4, 4), 0.25)), 12)  # C = J
     0.0
     """
-    M = check_mixing_matrix(C, require_connected=not allow_disconnected)
+    M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
     if not sp.issparse(M) or M.shape[0] == 1:
         return spectral_summary(M, allow_disconnected=allow_disconnected).zeta
     if connected_components(M != 0, directed=False)[0] > 1:  # eigenvalue 1 twice: Lanczos may miss it
@@ -117,6 +117,22 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
     if z >= 1.0 - DISCONNECTED_TOL and not allow_disconnected:
         raise InputError(_zeta_one_message(float("nan"), float("nan")))
     return z
+
+
+DENSE_UP_TO = 200
+"""Sparse matrices of at most this many nodes are solved dense (ARPACK needs n > k + 1 Lanczos vectors:
+a sparse 2 x 2 C raised scipy's 'ncv must be k<ncv<=n'), as is a sparse C = J (C - J = 0 gave ARPACK's
+'Starting vector is zero')."""
+
+
+def _dense_if_small_or_J(M: Matrix) -> Matrix:
+    """M as a dense array where Lanczos cannot or need not run (:data:`DENSE_UP_TO`, C = J), else as is."""
+    if not sp.issparse(M):
+        return M
+    n = M.shape[0]
+    if n <= DENSE_UP_TO or (M.nnz == n * n and np.allclose(M.data, 1.0 / n, rtol=0, atol=1e-15)):
+        return M.toarray()
+    return M
 
 
 def _zeta_one_message(lam2: float, lamN: float) -> str:
