@@ -269,3 +269,12 @@ def test_optimisers_and_cost_models_take_single_numbers_only() -> None:
     with pytest.raises(InputError, match=r"t_comm = \[1\] is not a single number"):
         CostModel(1.0, [1])
     assert CostModel(np.float32(1.0), 2).t_comm == 2.0 and isinstance(CostModel(1, 2).t_comp, float)
+
+
+def test_a_bad_mixing_matrix_is_named_before_its_size() -> None:
+    """A (2, 3) array was called '2 x 2', a string 'None x None'."""
+    with pytest.raises(InputError, match=r"C has shape \(2, 3\)"):
+        optimize_dfl(L=1, sigma2=1, N=10, gap=1, C=np.ones((2, 3)), cost=CostModel(1, 1), budget_seconds=9)
+    with pytest.raises(InputError, match="C is 2 x 2 but N = 10"):
+        optimize_dfl(L=1.0, sigma2=1.0, N=10, gap=1.0, C=np.full((2, 2), 0.5), cost=CostModel(1, 1),
+                     budget_seconds=9)  # fmt: skip

@@ -155,3 +155,10 @@ def test_a_cdfl_plan_ranks_by_the_bound_it_is_given(monkeypatch, given: str, use
     with pytest.raises(RuntimeError, match="stop after the call"):
         plan_module._cdfl_grid(RunConfig(algorithm="cdfl"), settings, constants)
     assert seen["bound"] == used
+
+
+@pytest.mark.parametrize("candidates", [["identity"], [], "top_k", [("top_k", 5, 1)]])
+def test_bad_candidates_are_refused(candidates) -> None:
+    """['identity'] failed to unpack (a ValueError); [] was replaced by the default list in silence."""
+    with pytest.raises(InputError, match="expected a non-empty list of \\(name, parameter\\) pairs"):
+        optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, candidates=candidates)

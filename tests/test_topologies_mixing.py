@@ -248,3 +248,10 @@ def test_edge_lists_from_any_iterable_of_pairs_and_from_networkx_files(tmp_path)
     assert check_mixing_matrix([[Fraction(1, 2)] * 2] * 2).dtype == np.float64
     with pytest.raises(InputError, match=r"\(0, -1\) is not one"):
         from_edge_list([(0, 1), (0, -1)])
+
+
+def test_the_tolerance_of_the_mixing_check_is_checked_itself() -> None:
+    """tol = NaN accepted [[2, -1], [-1, 2]]; '1' raised a TypeError; -1 called C = J negative."""
+    for tol, fragment in ((float("nan"), "tol is NaN"), ("1", "tol = '1' is a string"), (-1, "tol = -1")):
+        with pytest.raises(InputError, match=fragment):
+            check_mixing_matrix([[2.0, -1.0], [-1.0, 2.0]], tol=tol)

@@ -211,10 +211,10 @@ def optimize_dfl(
     if C is not None:
         from bounds.graph.spectral import zeta as zeta_of
 
-        size = np.shape(C)[0] if np.ndim(C) else None
-        if size != N:
+        zeta = zeta_of(C)  # checks C first (a (2, 3) array was called 2 x 2, a string None x None)
+        if np.shape(C)[0] != N:
+            size = np.shape(C)[0]
             raise InputError(f"C is {size} x {size} but N = {N} (expected a mixing matrix of the N nodes)")
-        zeta = zeta_of(C)
     z = real_number("zeta", zeta, low=0, high=1)
     v2 = real_number("heterogeneity", heterogeneity, low=0)
     fixed = None if eta is None else real_number("eta", eta, low=0, low_open=True)

@@ -75,6 +75,15 @@ def optimize_cdfl(
     if bound not in CDFL_BOUNDS:
         raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
     d = int(real_array("dim", dim, low=1, integer=True))
+    if candidates is not None and (
+        isinstance(candidates, str)
+        or not candidates
+        or not all(isinstance(c, tuple | list) and len(c) == 2 for c in candidates)
+    ):  # ['identity'] failed to unpack; [] became the default list in silence
+        raise InputError(
+            f"candidates = {candidates!r} (expected a non-empty list of (name, parameter) pairs, or None for "
+            "the defaults)"
+        )
     pieces: list[dict[str, np.ndarray]] = []
     for name, parameter in candidates or default_candidates(d):
         q: Compressor = make_compressor(name, parameter)
