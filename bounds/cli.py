@@ -528,7 +528,7 @@ def _refuse_without_effect(args: argparse.Namespace) -> None:
             unused.append(("dim", "only --compressor reads it (its bits and delta)"))
     for name, why in unused:
         if given(name):
-            flag = {"G2": "--G2", "beta": "--beta"}.get(name, "--" + name.replace("_", "-"))
+            flag = "--" + name.replace("_", "-")
             raise InputError(f"{flag} {getattr(args, name)} has no effect: {why} (expected it left out)")
     if hasattr(args, "weights"):
         args.weights = "paper" if args.weights is None else args.weights

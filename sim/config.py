@@ -6,7 +6,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "RunConfig",
     "check_device",
     "config_file_values",
+    "fields_once",
     "fingerprint",
 ]
 
@@ -315,18 +316,27 @@ def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]
             "remove its 'changes' to run with the last values throughout)"
         )
     known = {f.name for f in fields(RunConfig)}
-    values = {}
-    spelled: dict[str, str] = {}
-    for key, value in raw.items():
+
+    def field(key: str) -> str:
         name = key.replace("-", "_")
         if name not in known:
             raise InputError(f"config file {str(file)!r}: unknown key {key!r} (expected RunConfig fields)")
-        if name in spelled:  # log_every and log-every: the last one won in silence
-            raise InputError(
-                f"config file {str(file)!r}: {spelled[name]!r} and {key!r} set one field (expected it once)"
-            )
-        spelled[name] = key
-        values[name] = value
+        return name
+
+    return fields_once(raw, field, f"config file {str(file)!r}:")
+
+
+def fields_once(raw: dict[str, Any], field: Callable[[str], str], where: str) -> dict[str, Any]:
+    """``raw``'s values by field name (``field`` maps a key, log-every or log_every, to its field and refuses
+    an unknown one); InputError, prefixed by ``where``, for a field set under two spellings (the last one
+    won in silence)."""
+    values: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in raw.items():
+        name = field(key)
+        if name in spelled:
+            raise InputError(f"{where} {spelled[name]!r} and {key!r} set one field (expected it once)")
+        spelled[name], values[name] = key, value
     return values
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from bounds import InputError
 from bounds._checks import absent_file
-from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fingerprint
+from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fields_once, fingerprint
 
 __all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid"]
 
@@ -60,14 +60,7 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             f"grid file {str(path)!r}: {what} {extra[0]!r} (expected [base] and [grid] tables: RunConfig "
             "fields under [base], lists of values under [grid])"
         )
-    base: dict[str, Any] = {}
-    spelled: dict[str, str] = {}
-    for key, value in raw.get("base", {}).items():
-        name = _field(path, key)
-        if name in spelled:  # log_every and log-every: the last one won in silence
-            raise InputError(f"grid file {str(path)!r}: [base] {spelled[name]!r} and {key!r} set one field "
-                             "(expected it once)")  # fmt: skip
-        spelled[name], base[name] = key, value
+    base = fields_once(raw.get("base", {}), lambda key: _field(path, key), f"grid file {str(path)!r}: [base]")
     fixed = [k for k in ("out", "resume") if k in base]
     if fixed:
         raise InputError(

@@ -74,7 +74,7 @@ def _log_contraction(p: Any, theta: Any, tau2: Any) -> Any:
 
 def contraction_gap(p: Any, theta: Any, tau2: Any) -> Any:
     """1 - A, exact where A rounds to 1 (a ring of 36,000 nodes: 1 - zeta = 1e-8, p = 6e-21); sympy: 1 - A."""
-    if symbolic_namespace(p) or symbolic_namespace(theta) or symbolic_namespace(tau2):
+    if any(symbolic_namespace(x) for x in (p, theta, tau2)):
         return 1 - contraction(p, theta, tau2)
     return -np.expm1(_log_contraction(p, theta, tau2))
 
