@@ -118,6 +118,8 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
     if curves:
         groups = curves if all(isinstance(v, dict) for v in curves.values()) else {"": curves}
         for group, series in groups.items():
+            if not series:  # a group with no curves (check_curves refuses to draw an empty figure)
+                continue
             name = f"{result['id']}{'-' + group if group else ''}"
             title = f"{result['ref']}: {group.replace('_', ' ')}" if group else result["ref"]
             x = 4 if group.endswith("same_local_steps") else 0

@@ -44,7 +44,11 @@ FIGURE_FORMATS = (".png", ".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".tif"
 
 def save(fig: Figure, path: str | Path) -> list[Path]:
     """Write ``path`` in the format its suffix names (one of FIGURE_FORMATS), or, without such a suffix,
-    as ``path.png`` and ``path.pdf``; returns the paths written. (``x.svg`` used to give x.png and x.pdf.)"""
+    as ``path.png`` and ``path.pdf``; returns the paths written. (``x.svg`` used to give x.png and x.pdf.)
+    A folder (a path ending in '/', or one that is a folder) is refused: 'figs/' gave figs.png beside it."""
+    if str(path).endswith(("/", "\\")) or Path(path).is_dir():
+        raise InputError(f"save: path = {str(path)!r} is a folder (expected a file name, such as "
+                         f"{str(Path(path) / 'figure')!r}, or one ending in .png, .pdf or .svg)")  # fmt: skip
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() in FIGURE_FORMATS:
@@ -120,6 +124,8 @@ def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], titl
     if x not in CURVE_AXES:
         raise InputError(f"x = {x!r} is unknown (expected one of {sorted(CURVE_AXES)}: step, modelled "
                          "wall-clock, local steps)")  # fmt: skip
+    if not curves:  # an empty figure was drawn
+        raise InputError("check_curves: no curves (expected at least one configuration's seeds)")
     arrays = {}
     for label, seeds in curves.items():
         try:
@@ -241,7 +247,8 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
         image = ax.imshow(np.log10(shown), origin="lower", aspect="auto")
     ax.set_xticks(range(len(table.columns)), [f"{c:g}" for c in table.columns])
     ax.set_yticks(range(len(table.index)), [f"{c:g}" for c in table.index])
-    best = grid.loc[grid[value].idxmin()]
+    best = grid.iloc[int(np.argmin(np.where(np.isfinite(bound), bound, np.inf)))]  # (by position: idxmin's
+    # label gave a table where the grid repeats index labels, a concatenation of grids say)
     ax.plot(
         list(table.columns).index(best["tau2"]),
         list(table.index).index(best["tau1"]),
@@ -267,8 +274,8 @@ def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], figure: str)
 
 def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Cells no other cell beats on both cost and value (lower is better for both); a cell whose cost or
-    value is NaN or infinite is never on the front (lexsort put a NaN cost last, where any finite value
-    could still join the front)."""
+    value is NaN or infinite (-inf included) is never on the front (lexsort put a NaN cost last, where any
+    finite value could still join the front)."""
     cost, value = np.asarray(cost, dtype=float), np.asarray(value, dtype=float)
     if cost.shape != value.shape or cost.ndim != 1:
         raise InputError(f"cost of shape {cost.shape} and value of shape {value.shape} (expected two 1-d "
@@ -276,7 +283,7 @@ def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
     order = np.lexsort((value, cost))
     best, mask = np.inf, np.zeros(len(cost), dtype=bool)
     for i in order:
-        if np.isfinite(cost[i]) and value[i] < best:
+        if np.isfinite(cost[i]) and np.isfinite(value[i]) and value[i] < best:
             mask[i], best = True, value[i]
     return mask
 

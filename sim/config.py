@@ -32,6 +32,7 @@ __all__ = [
     "SHARED_FIELDS",
     "RunConfig",
     "check_device",
+    "check_field_types",
     "config_file_values",
     "fields_once",
     "fingerprint",
@@ -102,7 +103,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise InputError naming the first bad value (types first, then ranges)."""
-        self._check_types()
+        check_field_types(self)
         if not self.out.strip():
             raise InputError(
                 f"out = {self.out!r} is empty (expected a folder for the run's files; an unset $OUT, say)"
@@ -208,29 +209,6 @@ class RunConfig:
         over compressors shares one value in its [base])."""
         return None if self.compressor == "identity" else self.compressor_param
 
-    def _check_types(self) -> None:
-        """Every field has the type its annotation names (a bool is not an integer, a number not a name)."""
-        for f in fields(self):
-            value, kinds = getattr(self, f.name), str(f.type).split(" | ")
-            if isinstance(value, np.generic):  # np.int64(4) from an array: its Python value (json writes it)
-                value = value.item()
-                setattr(self, f.name, value)
-            if value is None and "None" in kinds:
-                continue
-            base = kinds[0]
-            ok = {
-                "str": isinstance(value, str),
-                "int": isinstance(value, int) and not isinstance(value, bool),
-                "bool": isinstance(value, bool),
-                "float": isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value),
-            }[base]
-            if not ok:
-                expected = {"str": "a string", "int": "an integer", "bool": "true or false",
-                            "float": "a finite number"}[base]  # fmt: skip
-                raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
-
     def without_effect(self, given: Iterable[str]) -> list[tuple[str, str]]:
         """(field, why) for each of the ``given`` fields (set by the user, as a command-line flag) that would
         change nothing in this run: a value the run reads only with another partition, schedule, algorithm
@@ -283,6 +261,30 @@ JSON_NOT_REPEATED = ("out", "resume", "allow_change", "threads")
 """Fields of a run's config.json that a run repeated from it does not take (its folder and resumption, and
 its threads: the machine's, which ``dfl-sim run`` records when it chose them, 64 on a larger machine)."""
 
+
+
+def check_field_types(instance: Any) -> None:
+    """Every field of the dataclass ``instance`` has the type its annotation names (a bool is not an integer,
+    a number not a name, a float finite); a numpy scalar (np.int64(4) from an array) becomes its Python
+    value, which json writes. InputError names the first field that does not."""
+    for f in fields(instance):
+        value, kinds = getattr(instance, f.name), str(f.type).split(" | ")
+        if isinstance(value, np.generic):
+            value = value.item()
+            object.__setattr__(instance, f.name, value)  # a frozen dataclass (PlanSettings) too
+        if value is None and "None" in kinds:
+            continue
+        base = kinds[0]
+        ok = {
+            "str": isinstance(value, str),
+            "int": isinstance(value, int) and not isinstance(value, bool),
+            "bool": isinstance(value, bool),
+            "float": isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value),
+        }[base]
+        if not ok:
+            expected = {"str": "a string", "int": "an integer", "bool": "true or false",
+                        "float": "a finite number"}[base]  # fmt: skip
+            raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
 
 def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:
     """The RunConfig fields a file gives: a TOML file of fields (``--config``), or a run's ``config.json``

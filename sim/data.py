@@ -235,10 +235,10 @@ MAX_CLASSES = 100_000  # a label of 10^9 asked torch for a 20 GB output layer
 
 def _check_split(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> None:
     """One split of a user data set: numeric finite inputs, one integer label >= 0 per input."""
-    if x.dtype.kind not in "biuf" or x.ndim < 2 or len(x) == 0:
+    if x.dtype.kind not in "biuf" or x.ndim < 2 or len(x) == 0 or x.size == 0:  # (n, 0): no features
         raise DataError(
             f"{path}: x_{name} has dtype {x.dtype} and shape {x.shape} (expected a non-empty numeric "
-            "array, one row per sample)"
+            "array, one row per sample, with at least one feature)"
         )
     if not np.isfinite(x).all():
         bad = int((~np.isfinite(x)).sum())

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
+from bounds import InputError
 from sim.models import check_stacked_form, loss_fn
 
 __all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Stack"]
@@ -174,6 +175,7 @@ class BatchSampler:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     def __post_init__(self) -> None:
+        self._check()
         sizes = np.array([len(p) for p in self.parts])
         self._flat = torch.from_numpy(np.concatenate(self.parts)).to(self.device)
         self._offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(sizes)[:-1]])).to(self.device)
@@ -187,6 +189,27 @@ class BatchSampler:
                 self._flat[self._offsets[:, None] + j % self._sizes[:, None]],
                 (j < self._sizes[:, None]).to(torch.float32),
             )
+
+    def _check(self) -> None:
+        """InputError for what would draw wrong samples: an empty part drew another node's samples (its
+        offset is the next part's), a negative batch size failed inside torch, a float index or a list
+        of lists was cast."""
+        expected = "expected an integer >= 0; 0 = the full batch"
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int | np.integer):
+            raise InputError(f"batch_size = {self.batch_size!r} is not an integer ({expected})")
+        if self.batch_size < 0:
+            raise InputError(f"batch_size = {self.batch_size} is out of range ({expected})")
+        if not len(self.parts):
+            raise InputError("parts is empty (expected one array of sample indices per node)")
+        for i, part in enumerate(self.parts):
+            part = np.asarray(part)
+            if part.ndim != 1 or not np.issubdtype(part.dtype, np.integer):
+                raise InputError(f"parts[{i}] holds {part.dtype} of shape {part.shape} (expected a 1-d array "
+                                 "of integer sample indices)")  # fmt: skip
+            if part.size == 0:
+                raise InputError(f"parts[{i}] is empty (expected every node to hold at least one sample)")
+            if part.min() < 0:
+                raise InputError(f"parts[{i}] holds the index {part.min()} (expected indices >= 0)")
 
     @property
     def layout(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

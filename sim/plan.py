@@ -43,7 +43,7 @@ from bounds.plan.cost import CostModel
 from bounds.plan.optimize import budget_grid, optimize_dfl
 from bounds.plan.optimize_cdfl import CDFL_BOUNDS, optimize_cdfl
 from bounds.serialize import jsonable
-from sim.config import PLAN_CHOOSES, RunConfig, fingerprint
+from sim.config import PLAN_CHOOSES, RunConfig, check_field_types, fingerprint
 from sim.errors import RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.interrupt import interrupt_requested
@@ -88,6 +88,7 @@ class PlanSettings:
     def validate(self, algorithm: str = "dfl") -> None:
         """Ranges, and the budget of the algorithm: modelled seconds for DFL; for C-DFL bits per node
         (``budget_bits``) and Lemma 13's mu and G^2, which a non-convex model cannot estimate."""
+        check_field_types(self)  # top = 1.5 or "3" failed later in numpy, True counted as 1
         if algorithm == "cdfl":
             missing = [n for n in ("budget_bits", "mu", "G2") if getattr(self, n) is None]
             if missing:
@@ -382,6 +383,11 @@ def plan(
     bound itself); a test can hand a wrong one (e.g. minus the bound) to see the comparison fail.
     The folder is locked while the plan runs (a second plan or run into it is refused).
     """
+    for name, value, kind in (("config", config, RunConfig), ("settings", settings, PlanSettings)):
+        if not isinstance(value, kind):  # plan(config, None) failed on None.validate
+            raise InputError(
+                f"{name} = {value!r:.80} is not a {kind.__name__} (expected a sim.{kind.__name__})"
+            )
     config.validate()
     settings.validate(config.algorithm)
     if config.algorithm not in ("dfl", "cdfl"):

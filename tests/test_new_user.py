@@ -46,6 +46,7 @@ BAD_DATA = {
     "negative labels": ({"y_train": -np.ones(60, dtype=int)}, "label -1 < 0"),
     "x_test of another width": ({"x_test": np.zeros((20, 5))}, "x_test has sample shape (5,)"),
     "string arrays": ({"x_train": np.array([["a"] * 4] * 60)}, "expected a non-empty numeric array"),
+    "no features": ({"x_train": np.zeros((60, 0)), "x_test": np.zeros((20, 0))}, "with at least one feature"),
     "NaN features": ({"x_train": np.full((60, 4), np.nan)}, "240 NaN or inf values"),
     "float labels": ({"y_train": np.full(60, 1.5)}, "non-integer values"),
     "inputs beyond float32": ({"x_train": np.full((60, 4), 1e300)}, "magnitude 1e+300 (expected inputs"),

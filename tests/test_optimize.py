@@ -252,6 +252,10 @@ def test_bound_grid_refuses_an_array_beside_its_mesh() -> None:
         bound_grid(
             tau1=[1, 2], tau2=[1, 2, 3], zeta=[0.5, 0.8], L=[1, 2], sigma2=1, N=10, eta=0.01, T=6000, gap=1
         )
+    with pytest.raises(InputError, match=r"tau1 has shape \(2, 2\) \(expected a number or a 1-d list"):
+        bound_grid(  # meshgrid flattened it into an axis of four
+            tau1=[[1, 2], [3, 4]], tau2=[1, 2], zeta=0.5, L=1, sigma2=1, N=10, eta=0.01, T=6000, gap=1
+        )
 
 
 def test_optimisers_and_cost_models_take_single_numbers_only() -> None:

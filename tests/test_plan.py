@@ -219,6 +219,8 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
         plan(_config(tiny, tmp_path / "x", algorithm="cdfl"), PlanSettings(budget_bits=1e5))
     with pytest.raises(InputError, match="budget is missing"):
         plan(_config(tiny, tmp_path / "y"), PlanSettings())
+    with pytest.raises(InputError, match=r"settings = None is not a PlanSettings"):
+        plan(_config(tiny, tmp_path / "z"), None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -228,6 +230,11 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
         ("dfl", {"budget_seconds": 20, "G2": 5.0}, "G2 = 5.0 has no effect on a dfl plan: it is a C-DFL"),
         ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": 1.0, "budget_seconds": 20}, "budget_seconds = 20"),
         ("dfl", {"budget_seconds": 20, "top": 1, "others": 0}, "train one configuration"),
+        # wrong types: 1.5 and "3" failed inside numpy, True trained as 1 seed
+        ("dfl", {"budget_seconds": 20, "top": 1.5}, "top = 1.5 has the wrong type (expected an integer)"),
+        ("dfl", {"budget_seconds": 20, "seeds": True}, "seeds = True has the wrong type"),
+        ("dfl", {"budget_seconds": "20"}, "budget_seconds = '20' has the wrong type (expected a finite"),
+        ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": float("inf")}, "G2 = inf has the wrong type"),
     ],
 )
 def test_plan_settings_without_effect_or_comparison_are_refused(algorithm, settings, fragment) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from bounds import CostModel, InputError, optimize_dfl
 from plots.__main__ import main
-from plots.figures import bound_heatmap, drift_vs_bound, fig3_variance, save
+from plots.figures import bound_heatmap, check_curves, drift_vs_bound, fig3_variance, pareto_mask, save
 
 
 def test_dfl_plot_draws_a_run(tmp_path, capsys) -> None:
@@ -243,3 +243,21 @@ def test_dfl_plot_leaves_out_a_row_cut_off_and_refuses_a_cell_that_is_no_number(
     (run / "metrics.csv").write_text(text)
     assert main([str(run), "--out", str(tmp_path / "afile" / "x.png")]) == 2
     assert "afile is a file, not a folder" in capsys.readouterr().err
+
+
+def test_figures_refuse_what_they_drew_wrong(tmp_path) -> None:
+    """Found by a Python-API probe: a grid with repeated index labels (two grids concatenated) failed inside
+    pandas; save('figs/') wrote figs.png beside the folder; check_curves({}) drew an empty figure; a value
+    of -inf joined the Pareto front, which the docstring says no infinite value does."""
+    grid = pd.DataFrame({"tau1": [1, 1, 2, 2], "tau2": [1, 2, 1, 2], "bound": [3.0, 2.0, 1.0, 4.0]})
+    fig = bound_heatmap(pd.concat([grid, grid]))
+    assert fig.axes[0].get_lines()[0].get_label() == "optimum tau1=2, tau2=1"
+    with pytest.raises(InputError, match="is a folder"):
+        save(fig, f"{tmp_path}/figs/")
+    with pytest.raises(InputError, match="is a folder"):
+        save(fig, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InputError, match="no curves"):
+        check_curves({}, "title")
+    mask = pareto_mask(np.array([1.0, 2.0, 3.0]), np.array([5.0, -np.inf, 1.0]))
+    assert mask.tolist() == [True, False, True]

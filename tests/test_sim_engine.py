@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -365,3 +366,19 @@ def test_a_call_cut_by_rows_gives_the_same_gradients(name: str) -> None:
     for per_call in (1, 12, 15, 34, 35):  # 1 row a call (below B too), 2, 3, 6 rows, all 7
         G, losses = stack.gradients(X, x, y, w, samples_per_call=per_call)
         assert torch.allclose(G, whole, rtol=1e-12, atol=1e-14) and torch.allclose(losses, whole_losses)
+
+
+@pytest.mark.parametrize(
+    ("parts", "batch", "fragment"),
+    [  # an empty part drew the next node's samples (its offset is theirs); the others failed inside torch
+        ([np.arange(3), np.array([], dtype=np.int64), np.arange(3, 6)], 2, "parts[1] is empty"),
+        ([np.arange(3)], -1, "batch_size = -1 is out of range"),
+        ([np.arange(3)], 2.0, "batch_size = 2.0 is not an integer"),
+        ([np.arange(3.0)], 2, "parts[0] holds float64"),
+        ([np.array([0, -1])], 2, "parts[0] holds the index -1"),
+        ([], 2, "parts is empty"),
+    ],
+)
+def test_batch_sampler_refuses_parts_it_would_draw_wrongly(parts, batch, fragment) -> None:
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        BatchSampler(parts, batch, seed=0)

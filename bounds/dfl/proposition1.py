@@ -379,5 +379,9 @@ def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
                 f"{name} = {value!r} is not a single number (expected the mesh's axes in tau1, tau2 and zeta "
                 "only; for other axes call dfl_bound with broadcastable arrays)"
             )
+    for name, axis in (("tau1", tau1), ("tau2", tau2), ("zeta", zeta)):
+        if np.ndim(axis) > 1:  # meshgrid flattened a 2-d axis into one of its length
+            raise InputError(f"{name} has shape {np.shape(axis)} (expected a number or a 1-d list: an "
+                             "axis of the mesh)")  # fmt: skip
     t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta), indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)
