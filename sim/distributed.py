@@ -228,13 +228,20 @@ def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | N
 
 def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int | None) -> None:
     """The run on one rank of the process group (:func:`_worker`)."""
-    dist.init_process_group(
-        "gloo",
-        init_method=init,
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=config.timeout),
-    )
+    try:
+        dist.init_process_group(
+            "gloo",
+            init_method=init,
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=config.timeout),
+        )
+    except dist.DistError as exc:  # under torchrun: a rank that never started, or another address or port
+        raise SimulationError(
+            f"rank {rank} could not form the process group of {world} at {_address(init)} within --timeout "
+            f"{config.timeout:g} s: {_first_line(exc)} (expected every rank started with the same "
+            "--world-size and rendezvous address; a larger --timeout where ranks start far apart)"
+        ) from None
     try:
         s: Setup = prepare(config, main=rank == 0, lock=parent is None)
         dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
@@ -267,6 +274,24 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
         dist.destroy_process_group()
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of torch's message (the rest is a C++ stack trace, useless to a user)."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def _communication_failed(exc: RuntimeError) -> bool:
+    """Whether ``exc`` is torch.distributed's (a DistError) or gloo's (a timeout or a closed connection on
+    a collective raises a plain RuntimeError naming gloo's source file)."""
+    return isinstance(exc, dist.DistError) or "gloo" in str(exc).lower()
+
+
+def _address(init: str) -> str:
+    """The rendezvous address of ``init`` (tcp://HOST:PORT, or env:// read from MASTER_ADDR/PORT)."""
+    if init == "env://":
+        return f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+    return init.removeprefix("tcp://")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -279,7 +304,14 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
     launched = torchrun_rank_and_world()
     if launched:  # launched by torchrun: one rank per process
         rank, world = launched
-        _worker(rank, config, world, "env://")
+        try:
+            _worker(rank, config, world, "env://")
+        except RuntimeError as exc:  # a peer died or hung: torch's text ends with a C++ stack trace
+            if not _communication_failed(exc):  # (any other error is a defect: its traceback is kept)
+                raise
+            raise SimulationError(
+                f"distributed run failed on rank {rank} of {world}: {_first_line(exc)} ({_next_step(config)})"
+            ) from None
         if rank != 0:
             return {}  # only rank 0 reports
     else:

@@ -262,3 +262,44 @@ def test_a_failed_run_without_a_checkpoint_is_not_told_to_resume(tmp_path) -> No
     assert _next_step(config).startswith("no checkpoint was written: rerun without --resume")
     with pytest.raises(InputError, match=r"timeout = 0.001 is out of range \(expected seconds >= 1"):
         RunConfig(out=str(tmp_path), backend="distributed", world_size=2, timeout=0.001).validate()
+
+
+def test_a_torchrun_rank_alone_or_a_dead_peer_is_one_line_not_a_cpp_trace(
+    tiny, tmp_path, monkeypatch
+) -> None:
+    """Under torchrun, a rank whose peers never came raised torch's DistStoreError, and a collective that
+    timed out gloo's RuntimeError, each a Python traceback ending in a C++ source path; both are now a
+    SimulationError naming the rank, the address or the checkpoint, and a larger --timeout. Any other
+    RuntimeError is a defect and keeps its traceback."""
+    import sim.distributed as distributed
+    from sim.distributed import _free_port
+
+    port = _free_port()
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    config = base(tiny, tmp_path / "alone", backend="distributed", world_size=2, timeout=2)
+    with pytest.raises(SimulationError) as alone:
+        run(config)
+    assert f"rank 0 could not form the process group of 2 at 127.0.0.1:{port} within --timeout 2 s" in str(
+        alone.value
+    )
+    assert "\n" not in str(alone.value)
+
+    def timed_out(*args) -> None:
+        raise RuntimeError("[/x/third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out\nframe #0: c10::")
+
+    monkeypatch.setattr(distributed, "_worker", timed_out)
+    with pytest.raises(
+        SimulationError, match=r"failed on rank 0 of 2: \[.*Timed out \(no checkpoint was"
+    ) as hung:
+        run(base(tiny, tmp_path / "hung", backend="distributed", world_size=2, timeout=2))
+    assert "frame #0" not in str(hung.value)
+
+    def defect(*args) -> None:
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(distributed, "_worker", defect)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        run(base(tiny, tmp_path / "bug", backend="distributed", world_size=2, timeout=2))
