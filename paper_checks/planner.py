@@ -47,7 +47,7 @@ def _by_the_bound(bound: np.ndarray) -> np.ndarray:
 
 @check(
     "planner-validation",
-    "Section IV (the optimiser), our repair",
+    "Abstract, Proposition 1 as an optimiser (ours), our repair",
     "Under a modelled budget, the configuration with the smallest (repaired, heterogeneity-aware) bound "
     "trains as well as the best of the simulated configurations, within the seed spread.",
     "dfl-sim plan on MNIST (logistic regression), 10 nodes, ring, label shards, t_comp = t_comm = 1; "
@@ -62,7 +62,7 @@ def planner_validation(ctx: CheckContext, score: Callable[[np.ndarray], np.ndarr
 
 @check(
     "planner-fixed-eta",
-    "Section IV (the optimiser), our repair, eta fixed",
+    "Abstract, Proposition 1 as an optimiser (ours), our repair, eta fixed",
     "With eta fixed (the user's), the (tau1, tau2) with the smallest bound trains as well as the best of "
     "the simulated ones, within the seed spread.",
     "as planner-validation with eta = 0.01 for every configuration (dfl-sim plan --eta): only the "

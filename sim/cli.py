@@ -311,9 +311,9 @@ def _parser() -> OneLineParser:
     pl.add_argument("--others", type=int, default=3, help=others)
     pl.add_argument("--seeds", type=int, default=2, help="seeds per simulated configuration (default 2)")
     pl.add_argument("--bound", default="auto",
-                    help="auto (default: non-iid when the partition is heterogeneous, else repaired), "
-                    "repaired, non-iid, paper or corrected; for cdfl auto or paper (Lemma 13 as printed) or "
-                    "repaired (its last step at its own step size)")  # fmt: skip
+                    help="auto (default: non-iid when varsigma^2, estimated or --heterogeneity, is > 0, "
+                    "else repaired), repaired, non-iid, paper or corrected; for cdfl auto or paper (Lemma 13 "
+                    "as printed) or repaired (its last step at its own step size)")  # fmt: skip
     pl.add_argument("--max-tau1", type=int, default=10, help="largest tau1 of the grid (default 10)")
     pl.add_argument("--max-tau2", type=int, default=15, help="largest tau2 of the grid (default 15)")
     for name, what in (("L", "smoothness L (default: Hessian power iteration at the initial model)"),
