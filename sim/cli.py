@@ -24,15 +24,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
+from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe, writable_folder
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
 from sim.host import automatic_threads, check_threads, retain_freed_memory
 from sim.interrupt import checkpoint_on_interrupt
+from sim.run_folder import lock_folders, refuse_other_kind, release_folders
+
+if TYPE_CHECKING:
+    from sim.grid import GridPoint
 
 __all__ = ["main"]
 
@@ -78,7 +82,7 @@ _HELP = {
     "--save-params; any number of nodes)",
     "resume": "continue from the checkpoint in --out (refused if the settings differ, but --steps)",
     "allow_change": "with --resume: fields that may differ from the checkpoint's (comma-separated: eta, "
-    "t_comp, t_comm, latency, bandwidth; --steps may always grow)",
+    "t_comp, t_comm, latency, bandwidth, log_every; --steps may always grow)",
     "backend": "local (default) or distributed (gloo processes)",
     "world_size": "processes of --backend distributed (default 1)",
     "timeout": "seconds a distributed process waits for the others (default 60)",
@@ -208,9 +212,7 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from tqdm import tqdm
-
-    from sim.grid import finished_summary, grid_points, load_grid
+    from sim.grid import finished_summary, grid_points, load_grid, refuse_overwrite
 
     if not str(args.out).strip():  # grid_points would put the runs under the current folder
         raise InputError(f"--out = {args.out!r} is empty (expected the sweep's folder)")
@@ -221,6 +223,7 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_threads(base["threads"])
     if not base.get("threads"):
         base["threads"] = automatic_threads()
+    refuse_other_kind(Path(args.out), "sweep")  # a run's or plan's folder (their runs could not resume)
     points = grid_points(base, grid, args.out)
     done: dict[int, dict[str, Any]] = {}
     for i, point in enumerate(points):
@@ -231,14 +234,39 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 done[i] = summary
             elif (Path(point.config.out) / "checkpoint.pt").is_file():
                 point.config.resume = True
-    todo = [i for i in range(len(points)) if i not in done]
+            else:
+                refuse_overwrite(point.config)
+    out = writable_folder(args.out, "out")
+    lock_folders([out])  # one sweep at a time in a folder (each run also locks its own)
+    try:
+        return _sweep_in(out, points, done, args.json)
+    finally:
+        release_folders([out])
+
+
+def _sweep_in(
+    out: Path, points: list[GridPoint], done: dict[int, dict[str, Any]], quiet: bool
+) -> list[dict[str, Any]]:
+    """:func:`_cmd_sweep` in its locked folder: sweep.json first lists the grid (the folder is a sweep's from
+    its start), then every run's grid values and summary."""
+    from tqdm import tqdm
 
     from sim.loop import atomic_write  # torch, after every point was checked (a bad one answers at once)
     from sim.sweep import run_sweep
 
+    listing = out / "sweep.json"  # every run's grid values and summary, in the grid's order
+
+    def write_listing() -> list[dict[str, Any]]:
+        result = [{"grid": point.values, **done.get(i, {})} for i, point in enumerate(points)]
+        atomic_write(listing, lambda p: p.write_text(json.dumps(jsonable(result), indent=1)))
+        return result
+
+    todo = [i for i in range(len(points)) if i not in done]
+    write_listing()
+
     if todo:
         total = sum(points[i].config.steps for i in todo)
-        with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=args.json) as bar:
+        with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=quiet) as bar:
 
             def progress(steps: int, _total: int) -> None:
                 bar.update(steps - bar.n)
@@ -247,10 +275,7 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             with checkpoint_on_interrupt():
                 summaries = run_sweep([points[i].config for i in todo], progress)
         done |= dict(zip(todo, summaries, strict=True))
-    result = [{"grid": point.values, **done[i]} for i, point in enumerate(points)]
-    listing = Path(args.out) / "sweep.json"  # every run's grid values and summary, in the grid's order
-    atomic_write(listing, lambda p: p.write_text(json.dumps(jsonable(result), indent=1)))
-    return result
+    return write_listing()
 
 
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:

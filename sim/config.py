@@ -44,11 +44,11 @@ SHARED_FIELDS = ("dataset", "data_dir", "model", "device", "tf32", "backend", "t
 # sweep (sim.sweep stacks runs of one data set and model, on one device, in one process; tf32 is a flag of
 # the process)
 
-RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth")  # with --allow-change
+RESUMABLE_CHANGES = ("eta", "t_comp", "t_comm", "latency", "bandwidth", "log_every")  # with --allow-change
 NOT_IN_FINGERPRINT = (  # fields that change neither the trajectory nor what is measured of it (eval_samples,
-    # the losses' sample, does): free to differ on --resume (but a random compressor's streams are per
-    # process: sim.setup._check_streams keeps backend / world_size for it)
-    "out", "resume", "steps", "backend", "world_size", "timeout", "log_every",
+    # the losses' sample, does; log_every, the rows of metrics.csv, too): free to differ on --resume (but a
+    # random compressor's streams are per process: sim.setup._check_streams keeps backend / world_size for it)
+    "out", "resume", "steps", "backend", "world_size", "timeout",
     "checkpoint_every", "checkpoint_seconds", "threads", "allow_change", "save_params",
 )  # fmt: skip
 
@@ -262,7 +262,6 @@ JSON_NOT_REPEATED = ("out", "resume", "allow_change", "threads")
 its threads: the machine's, which ``dfl-sim run`` records when it chose them, 64 on a larger machine)."""
 
 
-
 def check_field_types(instance: Any) -> None:
     """Every field of the dataclass ``instance`` has the type its annotation names (a bool is not an integer,
     a number not a name, a float finite); a numpy scalar (np.int64(4) from an array) becomes its Python
@@ -285,6 +284,7 @@ def check_field_types(instance: Any) -> None:
             expected = {"str": "a string", "int": "an integer", "bool": "true or false",
                         "float": "a finite number"}[base]  # fmt: skip
             raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+
 
 def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:
     """The RunConfig fields a file gives: a TOML file of fields (``--config``), or a run's ``config.json``

@@ -12,7 +12,8 @@ The file has two tables::
 
 Each point runs in ``DIR/<field>=<value>_...`` (the grid's fields in the file's order). With ``resume``
 a point whose folder holds a finished run of the same config is not run again, one with a checkpoint
-continues from it, the others start afresh.
+continues from it, one with neither starts afresh; a finished run of other settings without a checkpoint
+is refused (:func:`refuse_overwrite`): ``--resume`` never trains a finished run again from step 0.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from typing import Any
 from bounds import InputError
 from bounds._checks import absent_file
 from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fields_once, fingerprint
+from sim.run_folder import run_record
 
-__all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid"]
+__all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_overwrite"]
 
 _FIELDS = {f.name for f in fields(RunConfig)}
 _NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS)  # one per sweep (SHARED_FIELDS) or set by the sweep
@@ -147,3 +149,22 @@ def finished_summary(config: RunConfig) -> dict[str, Any] | None:
     now = fingerprint(config) | {"steps": config.steps}
     same = all(old.get(k) == v for k, v in now.items() if k not in NOT_IN_FINGERPRINT or k == "steps")
     return done if same and (done.get("steps") == config.steps or done.get("diverged")) else None
+
+
+def refuse_overwrite(config: RunConfig) -> None:
+    """With ``--resume``, for a point that is neither finished as ``config`` says (:func:`finished_summary`)
+    nor checkpointed: InputError where its folder holds a finished run (a summary.json) all the same, which
+    would be trained again from step 0 and its results replaced (its checkpoint removed to save disk, then
+    the grid edited). The message names the settings that differ."""
+    folder = Path(config.out)
+    if not (folder / "summary.json").exists():
+        return
+    old = run_record(folder)
+    now = fingerprint(config) | {"steps": config.steps}
+    differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in now.items() if k in old and old[k] != v)
+    why = f"its settings differ: {differ}" if differ else "its config.json or summary.json cannot be read"
+    raise InputError(
+        f"resume: {str(folder)!r} holds a finished run without a checkpoint, which the sweep would train "
+        f"again from step 0 ({why}; expected the grid it ran with, another --out, or that folder removed to "
+        "train it again)"
+    )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ from sim.errors import RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
-from sim.run_folder import lock_folders, release_folders
+from sim.run_folder import lock_folders, refuse_other_kind, release_folders
 from sim.runner import run
 from sim.setup import prepare
 
@@ -261,6 +262,8 @@ MATCHED_EXACTLY = (
     "steps",
 )  # steps: another budget gives the same cell other rounds
 SIMULATION_KEYS = (*MATCHED_EXACTLY, "parameter", "seed", "eta")
+MEASURED = ("loss", "test_accuracy", "grad_norm2", "diverged", "model_time")
+"""The columns of simulations.csv a finished simulation fills (a row missing one is simulated again)."""
 """The columns of simulations.csv that say which simulation a row is (:func:`_same_configuration`)."""
 
 
@@ -297,7 +300,18 @@ def _read_simulations(path: Path) -> list[dict[str, Any]]:
             f"{str(path)!r} lacks the columns {', '.join(missing)} (expected the simulations.csv a plan "
             "wrote: move it away to simulate afresh)"
         )
-    return done.to_dict("records")
+    # a row cut short (a hand edit, a copy that stopped) was averaged as a whole seed (its loss NaN, skipped)
+    for column in MEASURED:
+        if column not in done:
+            done[column] = np.nan
+    diverged = done["diverged"].map(lambda v: str(v) == "True")
+    measured = done[["loss", "test_accuracy", "grad_norm2"]].notna().all(axis=1)
+    cut = done["diverged"].isna() | done["model_time"].isna() | ~(measured | diverged)
+    if cut.any():
+        lines = ", ".join(str(i + 2) for i in np.flatnonzero(cut.to_numpy()))
+        print(f"dfl-sim: warning: plan: {path} has {int(cut.sum())} incomplete rows (lines {lines}): their "
+              "simulations run again", file=sys.stderr)  # fmt: skip
+    return done[~cut].to_dict("records")
 
 
 def _same_configuration(record: dict[str, Any], row: pd.Series, seed: int) -> bool:
@@ -401,6 +415,7 @@ def plan(
     if config.algorithm == "dfl":  # a budget that fits no round, or too many, refused before any estimate
         budget_grid(CostModel(config.t_comp, config.t_comm), settings.budget_seconds, None, None,
                     settings.max_tau1, settings.max_tau2)  # fmt: skip
+    refuse_other_kind(Path(config.out), "plan")  # a run's folder: its interrupted run could not resume
     out = writable_folder(config.out, "out")
     lock_folders([out])  # one plan at a time in a folder (sim.run_folder)
     try:

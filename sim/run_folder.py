@@ -20,7 +20,16 @@ from typing import IO, Any
 
 from bounds import InputError
 
-__all__ = ["COLUMNS", "LOCK_NAME", "check_metrics_file", "lock_folders", "release_folders", "run_record"]
+__all__ = [
+    "COLUMNS",
+    "FOLDER_MARKERS",
+    "LOCK_NAME",
+    "check_metrics_file",
+    "lock_folders",
+    "refuse_other_kind",
+    "release_folders",
+    "run_record",
+]
 
 COLUMNS = (
     "step",
@@ -40,6 +49,21 @@ COLUMNS = (
     "wall_time",
 )
 """The columns of a run's metrics.csv, in order."""
+
+FOLDER_MARKERS = {"run": ("config.json", "checkpoint.pt"), "sweep": ("sweep.json",), "plan": ("plan.json",)}
+"""The files that make a folder a run's, a sweep's or a plan's (a sweep writes sweep.json as it starts)."""
+
+
+def refuse_other_kind(out: Path, kind: str) -> None:
+    """InputError where ``out`` is the folder of another kind of job than ``kind`` (run, sweep or plan): its
+    files would go in beside the other's, and an interrupted run there could not be resumed."""
+    for other, markers in FOLDER_MARKERS.items():
+        if other != kind and any((out / m).is_file() for m in markers):
+            raise InputError(
+                f"out = {str(out)!r} is a dfl-sim {other} folder (expected a folder of the {kind}'s own, "
+                f"such as {str(out / kind)!r})"
+            )
+
 
 LOCK_NAME = ".dfl-sim.lock"
 _held: dict[Path, tuple[IO[str], int]] = {}  # folder (resolved) -> this process's open lock file, holders

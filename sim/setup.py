@@ -34,7 +34,7 @@ from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import available_memory
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
-from sim.run_folder import check_metrics_file, lock_folders, release_folders, run_record
+from sim.run_folder import check_metrics_file, lock_folders, refuse_other_kind, release_folders, run_record
 from sim.trainer import Trainer
 
 __all__ = [
@@ -293,12 +293,7 @@ def _creatable(out: Path) -> None:
     if not near.is_dir() or not os.access(near, os.W_OK | os.X_OK):
         why = "a file is in the way" if near.exists() and not near.is_dir() else "permission denied"
         raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
-    for marker, what in (("sweep.json", "sweep"), ("plan.json", "plan")):
-        if (out / marker).is_file():  # the run's files went in beside the sweep's or plan's own
-            raise InputError(
-                f"out = {str(out)!r} is a dfl-sim {what} folder (expected a folder of the run's own, such as "
-                f"{str(out / 'run')!r})"
-            )
+    refuse_other_kind(out, "run")  # the run's files went in beside a sweep's or plan's own
 
 
 def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str] | None = None) -> None:
@@ -327,9 +322,9 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
     _check_steps(config, saved, int(state["t"]))
-    # a checkpoint from before eval_samples was in the fingerprint: the run's config.json says it
-    if "eval_samples" not in saved and "eval_samples" in (record := run_record(checkpoint.parent)):
-        saved = {**saved, "eval_samples": record["eval_samples"]}
+    # a checkpoint from before eval_samples (log_every) was in the fingerprint: the run's config.json says it
+    record = run_record(checkpoint.parent)
+    saved = {**{k: record[k] for k in ("eval_samples", "log_every") if k in record}, **saved}
     now = fingerprint(config)
     differ = [k for k in now if k in saved and saved[k] != now[k] and k not in config.changes_allowed()]
     if differ:

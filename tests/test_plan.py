@@ -242,3 +242,28 @@ def test_plan_settings_without_effect_or_comparison_are_refused(algorithm, setti
     algorithm's plan were recorded and ignored."""
     with pytest.raises(InputError, match=re.escape(fragment)):
         PlanSettings(**settings).validate(algorithm)
+
+
+def test_a_cut_simulations_row_runs_again_and_a_runs_folder_is_refused(tiny, tmp_path, capsys) -> None:
+    """Found by a robustness probe: a simulations.csv row cut short kept its key columns, so it counted as
+    done and its seed's missing loss left the mean to the other seed; a plan went into a run's folder, whose
+    interrupted run then could not resume."""
+    from sim.plan import _read_simulations
+
+    path = tmp_path / "simulations.csv"
+    header = "compressor,parameter,tau1,tau2,eta,seed,bound,bound_rank,group,steps,rounds,loss,test_accuracy,"
+    header += "grad_norm2,diverged,model_time"
+    path.write_text(
+        f"{header}\n"
+        "identity,,1,1,0.1,0,1.0,1,top,10,5,0.5,0.9,0.01,False,20\n"
+        "identity,,1,1,0.1,1,1.0,1,top,10,5,,,,True,20\n"  # diverged: no loss, but complete
+        "identity,,1,2,0.1,0,1.0,2,top,15,5,0.4\n"  # cut short
+    )
+    records = _read_simulations(path)
+    assert [(r["tau2"], r["seed"]) for r in records] == [(1, 0), (1, 1)]
+    assert "1 incomplete rows (lines 4): their simulations run again" in capsys.readouterr().err
+    run_folder = tmp_path / "a-run"
+    run_folder.mkdir()
+    (run_folder / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(InputError, match="is a dfl-sim run folder"):
+        plan(_config(tiny, tmp_path, out=str(run_folder)), SETTINGS)

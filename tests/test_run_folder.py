@@ -165,6 +165,25 @@ def test_allow_change_is_recorded_and_such_a_config_json_is_not_repeated(tiny, t
     assert "records a run whose eta changed at step 8" in capsys.readouterr().err
 
 
+def test_log_every_changes_on_resume_only_when_allowed_and_recorded(tiny, tmp_path, capsys) -> None:
+    """Found by a robustness probe: --log-every changed on a resume in silence; config.json then gave the
+    new interval for rows logged at the old one, and the lost-rows warning blamed rows 'removed or cut'."""
+    out = tmp_path / "run"
+    assert sim_main(_argv(tiny, out)) == 0
+    assert sim_main(_argv(tiny, out, "--steps", "12", "--resume", "--log-every", "2")) == 2
+    assert "log_every = 4 -> 2 (expected the same settings (or --allow-change log_every))" in (
+        capsys.readouterr().err
+    )
+    argv = _argv(tiny, out, "--steps", "12", "--resume", "--log-every", "2", "--allow-change", "log_every")
+    assert sim_main(argv) == 0
+    err = capsys.readouterr().err
+    assert "warning" not in err, err
+    record = json.loads((out / "config.json").read_text())
+    assert record["changes"] == [{"field": "log_every", "from": 4, "to": 2, "step": 8}]
+    steps = [int(line.split(",")[0]) for line in (out / "metrics.csv").read_text().splitlines()[1:]]
+    assert steps == [0, 4, 8, 10, 12]
+
+
 def test_sigterm_stops_after_the_step_with_a_checkpoint(tiny, tmp_path) -> None:
     """SIGTERM (timeout, kill, batch schedulers) ended the run silently, losing up to a minute of steps."""
     out = tmp_path / "run"

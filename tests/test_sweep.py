@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -211,8 +213,8 @@ def test_cli_sweep_json_folders_and_resume(tiny, tmp_path, capsys) -> None:
     assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
     assert [r["grid"] for r in runs] == [{"seed": s, "tau2": t} for s in (0, 1) for t in (1, 4)]
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["seed=0_tau2=1", "seed=0_tau2=4", "seed=1_tau2=1", "seed=1_tau2=4", "sweep.json"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(  # (.dfl-sim.lock: one sweep at a time)
+        [".dfl-sim.lock", "seed=0_tau2=1", "seed=0_tau2=4", "seed=1_tau2=1", "seed=1_tau2=4", "sweep.json"]
     )
     assert json.loads((out / "sweep.json").read_text()) == runs
     config = json.loads((out / "seed=1_tau2=4/config.json").read_text())
@@ -221,6 +223,40 @@ def test_cli_sweep_json_folders_and_resume(tiny, tmp_path, capsys) -> None:
     assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0
     assert json.loads(capsys.readouterr().out) == runs  # finished runs are not run again
     assert before == {p: (p / "metrics.csv").stat().st_mtime_ns for p in out.iterdir() if p.is_dir()}
+
+
+def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its_own(tiny, tmp_path, capsys):
+    """Found by a robustness probe: with a finished run's checkpoint removed (to save disk) and the grid
+    edited, --resume trained it again from step 0 in silence and replaced its results; a sweep went into a
+    run's folder (whose interrupted run could then not resume) and beside another sweep at once."""
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    (out / "seed=0" / "checkpoint.pt").unlink()
+    kept = (out / "seed=0" / "metrics.csv").read_text()
+    edited = _grid(tmp_path, tiny, "eta = 0.07\n[grid]\nseed = [0, 1]\n")
+    assert main(["sweep", str(edited), "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a finished run without a checkpoint" in err and "eta = 0.05 -> 0.07" in err, err
+    assert (out / "seed=0" / "metrics.csv").read_text() == kept
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")
+    assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0  # the same grid: done
+    capsys.readouterr()
+    assert main(["sweep", str(grid), "--out", str(out / "seed=1")]) == 2
+    assert "is a dfl-sim run folder (expected a folder of the sweep's own" in capsys.readouterr().err
+    holder = subprocess.Popen(  # another sweep writing the folder now (the lock is flock: another process)
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, "
+         "fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(out / ".dfl-sim.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+        assert "is in use by another run" in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 @pytest.mark.parametrize(
