@@ -148,7 +148,9 @@ def finished_summary(config: RunConfig) -> dict[str, Any] | None:
         return None
     now = fingerprint(config) | {"steps": config.steps}
     same = all(old.get(k) == v for k, v in now.items() if k not in NOT_IN_FINGERPRINT or k == "steps")
-    return done if same and (done.get("steps") == config.steps or done.get("diverged")) else None
+    if not (same and (done.get("steps") == config.steps or done.get("diverged"))):
+        return None
+    return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
 
 
 def refuse_overwrite(config: RunConfig) -> None:

@@ -323,8 +323,13 @@ class RunRecorder:
             "wall_time": time.perf_counter() - self._start,
         }
         assert self._writer is not None and self._fh is not None
-        self._writer.writerow(row)
-        self._fh.flush()
+        try:
+            self._writer.writerow(row)
+            self._fh.flush()
+        except OSError as exc:  # a full disk said only 'No space left on device', naming no file
+            kept = "the rows before it and the last checkpoint are kept: free space, then --resume"
+            why = f"{exc.strerror} (writing its step {state.t} row; {kept})"
+            raise OSError(exc.errno, why, str(self.metrics)) from None
 
     def _save(self) -> None:
         state = self.state

@@ -511,14 +511,15 @@ def problem_key(config: RunConfig, settings: PlanSettings) -> dict[str, Any]:
     """What a plan folder's constants and simulations depend on, as JSON values: the run's fingerprint (the
     fields that shape a trajectory, :func:`sim.config.fingerprint`) less what the plan chooses per
     simulation (PLAN_CHOOSES; ``eval_samples``, the sample the losses are measured on, is in the
-    fingerprint), and how the constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the
-    validation's settings are not in it: they may change between calls in one folder."""
+    fingerprint; ``log_every`` is not: each simulation logs about ten rows whatever it is), and how the
+    constants are estimated (ESTIMATION_FIELDS). The budget, the grid and the validation's settings are not
+    in it: they may change between calls in one folder."""
     return _problem_of(dataclasses.asdict(config), dataclasses.asdict(settings))
 
 
 def _problem_of(config: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
     """:func:`problem_key` from a config's and a plan's settings as dicts (a field a dict lacks: None)."""
-    run_fields = {k: config.get(k) for k in fingerprint(RunConfig()) if k not in PLAN_CHOOSES}
+    run_fields = {k: config.get(k) for k in fingerprint(RunConfig()) if k not in (*PLAN_CHOOSES, "log_every")}
     estimation = {k: settings.get(k) for k in ESTIMATION_FIELDS}
     key = {"config": run_fields, "estimation": estimation}
     return json.loads(json.dumps(jsonable(key), sort_keys=True))

@@ -264,10 +264,10 @@ def prepare_outs(
     removed. A refused run leaves no other run's folder emptied, nor made (short of a folder that fails
     only its probe file)."""
     for config, digest in zip(configs, digests or [None] * len(configs), strict=True):
+        _creatable(Path(config.out))  # first: a sweep's folder given to --resume was told to run without it
         if config.resume:
             check_resumable(config, Path(config.out) / "checkpoint.pt", digest)
             check_metrics_file(Path(config.out) / "metrics.csv")
-        _creatable(Path(config.out))
     outs = [writable_folder(config.out, "out") for config in configs]
     if lock:
         lock_folders(outs)
@@ -288,8 +288,12 @@ def _creatable(out: Path) -> None:
     nearest existing folder is not writable: checked for every run of a sweep before any folder is made
     (:func:`writable_folder` then creates each, and its probe file remains the last word)."""
     near = out
-    while not near.exists() and near != near.parent:
-        near = near.parent
+    try:
+        while not near.exists() and near != near.parent:
+            near = near.parent
+    except OSError as exc:  # a name over 255 bytes: 'File name too long', exit 1 as if the run had failed
+        raise InputError(f"out = {str(out)!r:.120} is not a usable folder path ({exc.strerror}; expected "
+                         "names of at most 255 bytes)") from None  # fmt: skip
     if not near.is_dir() or not os.access(near, os.W_OK | os.X_OK):
         why = "a file is in the way" if near.exists() and not near.is_dir() else "permission denied"
         raise InputError(f"out = {str(out)!r} is not a writable folder ({why}: {str(near)!r})")
@@ -330,7 +334,9 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     if differ:
         pairs = ", ".join(f"{k} = {saved[k]!r} -> {now[k]!r}" for k in differ)
         allowed = [k for k in differ if k in RESUMABLE_CHANGES]
-        hint = f" (or --allow-change {','.join(allowed)})" if allowed == differ else ""
+        names = ",".join(allowed)
+        sweep = f"; in a sweep, allow_change = {names!r} in its grid's [base]"
+        hint = f" (or --allow-change {names}{sweep})" if allowed == differ else ""
         raise InputError(
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
         )

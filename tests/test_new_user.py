@@ -4,6 +4,7 @@ no silent wrong results, and a safe --resume (issue 11)."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
 import signal
@@ -419,3 +420,28 @@ def test_a_config_json_from_a_larger_machine_repeats_here(capsys, tiny, tmp_path
     grid.write_text(f'[base]\ndataset = "npz:{tiny}"\nthreads = 1000000\n[grid]\nseed = [0]\n')
     err = _one_line_error(capsys, ["sweep", str(grid), "--out", str(tmp_path / "s")])
     assert "threads = 1000000 is more than the" in err
+
+
+def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypatch) -> None:
+    """Found by a robustness probe: a name over 255 bytes exited 1 with 'File name too long' (bad input is
+    exit 2); --resume into a sweep's folder was told to run without --resume, which is refused too; a full
+    disk while writing metrics.csv said 'No space left on device' without the file."""
+    err = _one_line_error(capsys, _base(tiny, tmp_path / ("a" * 300) / "run"))
+    assert "is not a usable folder path (File name too long; expected names of at most 255 bytes)" in err
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("[]")
+    err = _one_line_error(capsys, [*_base(tiny, sweep), "--resume"])
+    assert "is a dfl-sim sweep folder (expected a folder of the run's own" in err
+    real = csv.DictWriter.writerow
+
+    def writerow(self, row):  # the disk fills as the first metrics row is written (the header went in)
+        if isinstance(row.get("step"), int):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, row)
+
+    monkeypatch.setattr(csv.DictWriter, "writerow", writerow)
+    assert sim_main(_base(tiny, tmp_path / "run")) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device (writing its step 0 row; the rows before it" in err, err
+    assert str(tmp_path / "run" / "metrics.csv") in err

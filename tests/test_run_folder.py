@@ -171,7 +171,7 @@ def test_log_every_changes_on_resume_only_when_allowed_and_recorded(tiny, tmp_pa
     out = tmp_path / "run"
     assert sim_main(_argv(tiny, out)) == 0
     assert sim_main(_argv(tiny, out, "--steps", "12", "--resume", "--log-every", "2")) == 2
-    assert "log_every = 4 -> 2 (expected the same settings (or --allow-change log_every))" in (
+    assert "log_every = 4 -> 2 (expected the same settings (or --allow-change log_every; in a sweep" in (
         capsys.readouterr().err
     )
     argv = _argv(tiny, out, "--steps", "12", "--resume", "--log-every", "2", "--allow-change", "log_every")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -243,6 +244,11 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
     grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")
     assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0  # the same grid: done
     capsys.readouterr()
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    assert main(["sweep", str(grid), "--out", str(copy), "--json", "--resume"]) == 0  # where runs are now
+    dirs = [r["out_dir"] for r in json.loads(capsys.readouterr().out)]
+    assert dirs == [str(copy / "seed=0"), str(copy / "seed=1")]
     assert main(["sweep", str(grid), "--out", str(out / "seed=1")]) == 2
     assert "is a dfl-sim run folder (expected a folder of the sweep's own" in capsys.readouterr().err
     holder = subprocess.Popen(  # another sweep writing the folder now (the lock is flock: another process)
