@@ -29,7 +29,7 @@ from typing import Any
 
 from bounds import InputError
 from bounds._checks import absent_file
-from sim.config import NOT_IN_FINGERPRINT, SHARED_FIELDS, RunConfig, fields_once, fingerprint
+from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
 from sim.run_folder import run_record
 
 __all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_overwrite"]
@@ -138,17 +138,12 @@ def finished_summary(config: RunConfig) -> dict[str, Any] | None:
     """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps),
     else None."""
     folder = Path(config.out)
-    summary, saved = folder / "summary.json", folder / "config.json"
-    if not (summary.is_file() and saved.is_file()):
-        return None
     try:
-        old = json.loads(saved.read_text())
-        done = json.loads(summary.read_text())
-    except (OSError, ValueError):
+        done = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):  # none, or cut short
         return None
-    now = fingerprint(config) | {"steps": config.steps}
-    same = all(old.get(k) == v for k, v in now.items() if k not in NOT_IN_FINGERPRINT or k == "steps")
-    if not (same and (done.get("steps") == config.steps or done.get("diverged"))):
+    finished = isinstance(done, dict) and (done.get("steps") == config.steps or done.get("diverged"))
+    if not finished or _differences(run_record(folder), config):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
 
@@ -162,11 +157,17 @@ def refuse_overwrite(config: RunConfig) -> None:
     if not (folder / "summary.json").exists():
         return
     old = run_record(folder)
-    now = fingerprint(config) | {"steps": config.steps}
-    differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in now.items() if k in old and old[k] != v)
+    differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in _differences(old, config).items() if k in old)
     why = f"its settings differ: {differ}" if differ else "its config.json or summary.json cannot be read"
     raise InputError(
         f"resume: {str(folder)!r} holds a finished run without a checkpoint, which the sweep would train "
         f"again from step 0 ({why}; expected the grid it ran with, another --out, or that folder removed to "
         "train it again)"
     )
+
+
+def _differences(old: dict[str, Any], config: RunConfig) -> dict[str, Any]:
+    """The fields that shape a run (its fingerprint, and its steps) whose value in ``config`` differs from the
+    run record ``old`` (a config.json), with their values in ``config`` (a field ``old`` lacks differs)."""
+    now = fingerprint(config) | {"steps": config.steps}
+    return {k: v for k, v in now.items() if old.get(k) != v}

@@ -262,9 +262,11 @@ MATCHED_EXACTLY = (
     "steps",
 )  # steps: another budget gives the same cell other rounds
 SIMULATION_KEYS = (*MATCHED_EXACTLY, "parameter", "seed", "eta")
-MEASURED = ("loss", "test_accuracy", "grad_norm2", "diverged", "model_time")
-"""The columns of simulations.csv a finished simulation fills (a row missing one is simulated again)."""
 """The columns of simulations.csv that say which simulation a row is (:func:`_same_configuration`)."""
+RECORDED = ("diverged", "model_time")
+"""The columns of simulations.csv every finished simulation fills (a row missing one is simulated again)."""
+MEASURED = ("loss", "test_accuracy", "grad_norm2")
+"""The columns a finished simulation fills unless it diverged."""
 
 
 def _read_saved_plan(path: Path) -> dict[str, Any] | None:
@@ -301,12 +303,9 @@ def _read_simulations(path: Path) -> list[dict[str, Any]]:
             "wrote: move it away to simulate afresh)"
         )
     # a row cut short (a hand edit, a copy that stopped) was averaged as a whole seed (its loss NaN, skipped)
-    for column in MEASURED:
-        if column not in done:
-            done[column] = np.nan
-    diverged = done["diverged"].map(lambda v: str(v) == "True")
-    measured = done[["loss", "test_accuracy", "grad_norm2"]].notna().all(axis=1)
-    cut = done["diverged"].isna() | done["model_time"].isna() | ~(measured | diverged)
+    filled = done.reindex(columns=[*RECORDED, *MEASURED]).notna()
+    diverged = done["diverged"].map(lambda v: str(v) == "True") if "diverged" in done else False
+    cut = ~filled[list(RECORDED)].all(axis=1) | ~(filled[list(MEASURED)].all(axis=1) | diverged)
     if cut.any():
         lines = ", ".join(str(i + 2) for i in np.flatnonzero(cut.to_numpy()))
         print(f"dfl-sim: warning: plan: {path} has {int(cut.sum())} incomplete rows (lines {lines}): their "
