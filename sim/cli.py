@@ -348,7 +348,8 @@ def _parser() -> OneLineParser:
         pl.add_argument(f"--{name}", type=float, help=what)
     pl.add_argument("--json", action="store_true", help="print one JSON object at the end")
     pl.set_defaults(run=_cmd_plan, results=PLAN_RESULTS,
-                    resume_hint="the same command continues it (finished simulations are kept)")  # fmt: skip
+                    resume_hint="the same command continues it (finished simulations are kept, the "
+                    "interrupted one continues from its checkpoint)")  # fmt: skip
     sw = sub.add_parser("sweep", help="run a grid of configurations stacked as one sweep (GRID.toml)")
     grid_help = "TOML file: [base] RunConfig fields, [grid] field = [values] (the sweep is their product)"
     sw.add_argument("grid", help=grid_help)

@@ -77,15 +77,35 @@ class Comm(Protocol):
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """``write`` a temporary file, then rename it to ``path``: a reader sees the old file or the new one
-    whole. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
+    """``write`` a temporary file, flush it to the disk (fsync), then rename it to ``path`` and flush the
+    folder: a reader sees the old file or the new one whole, after a killed process and after a power loss
+    too. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         write(tmp)
+        _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _fsync(path.parent)  # the rename itself (best effort: not every system can open a folder)
+
+
+def _fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to the disk; a folder that cannot be opened (Windows): skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        if path.is_dir():
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not path.is_dir():  # some file systems refuse fsync on a folder: the rename is then not flushed
+            raise
+    finally:
+        os.close(fd)
 
 
 class RunState(Protocol):
@@ -176,14 +196,20 @@ class RunRecorder:
                 if comm.rank < len(streams):  # (check_resumable refused a random compressor's mismatch)
                     state.gen.set_state(streams[comm.rank])
             state.gossip.restore({k: v.to(s.device) for k, v in saved["gossip"].items()})
+            if comm.is_main and state.t >= config.steps:
+                print(f"dfl-sim: note: resume: the run in {s.out} had already taken its {config.steps} steps "
+                      "(nothing to continue; --steps larger continues it): its summary is written again",
+                      file=sys.stderr)  # fmt: skip
             if comm.is_main:
                 rows = _rows_up_to(self.metrics, state.t)
                 _rewrite_rows(self.metrics, rows)
-                every = int((saved.get("config") or {}).get("log_every", config.log_every))
-                lost = _lost_rows(rows, state.t, every)
-                if lost:  # rows removed from metrics.csv after the checkpoint was written: say so, go on
+                logged_config = saved.get("config") or {}
+                every, since = _logging_interval(s.out, logged_config, changes, state.t, config.log_every)
+                lost = _lost_rows(rows, state.t, every, since)
+                if lost:  # rows removed from metrics.csv after they were written: say so, go on
+                    after = f" from step {since}, where log_every changed," if since else ""
                     print(f"dfl-sim: warning: resume: {self.metrics} has no rows for {lost} (expected a row "
-                          f"every {every} steps up to the checkpoint's step {state.t}; removed or cut "
+                          f"every {every} steps{after} up to the checkpoint's step {state.t}; removed or cut "
                           "since): the run continues without them", file=sys.stderr)  # fmt: skip
         elif comm.is_main:
             _rewrite_rows(self.metrics, [])
@@ -473,6 +499,17 @@ def _changes(folder: Path, saved: dict[str, Any], config: RunConfig, t: int) -> 
     return [*earlier, *new]
 
 
+def _logging_interval(
+    folder: Path, saved: dict[str, Any], changes: list[dict[str, Any]], t: int, default: int
+) -> tuple[int, int]:
+    """The ``log_every`` of the rows up to a checkpoint at step t (``saved``: its config), and the step from
+    which it held (0, or the last ``--allow-change log_every`` before t). A checkpoint written before
+    log_every was one of its settings has it in the run's config.json; ``default`` where neither has."""
+    every = saved.get("log_every", run_record(folder).get("log_every", default))
+    since = max((c["step"] for c in changes if c.get("field") == "log_every" and c["step"] < t), default=0)
+    return int(every), since
+
+
 def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
     """The complete metrics rows of steps <= t (a row cut short by a kill is dropped)."""
     if not path.is_file():
@@ -491,15 +528,28 @@ def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
     return rows
 
 
-def _lost_rows(rows: list[dict[str, str]], t: int, log_every: int) -> str:
-    """The logged steps <= t (0 and the multiples of ``log_every``) after the last of ``rows``, as a range
-    ('' if none): the rows a resume cannot write again."""
-    last = int(rows[-1]["step"]) if rows else -1
-    first = 0 if last < 0 else (last // log_every + 1) * log_every
-    end = t // log_every * log_every
-    if first > t:
+def _lost_rows(rows: list[dict[str, str]], t: int, log_every: int, since: int = 0, shown: int = 5) -> str:
+    """The logged steps <= t missing from ``rows`` ('' if none), as ranges of consecutive logged steps: the
+    rows a resume cannot write again, after the last row or in the middle of the file. The logged steps are
+    0 and the multiples of ``log_every``; ``since``: the step at which ``log_every`` last changed (the
+    rows before it were logged at another interval and are not checked)."""
+    logged = {int(row["step"]) for row in rows}
+    first = (since // log_every + 1) * log_every
+    expected = ([0] if since == 0 else []) + list(range(first, t + 1, log_every))
+    groups: list[list[int]] = []  # runs of consecutive logged steps that are missing
+    previous_missing = False
+    for step in expected:
+        missing = step not in logged
+        if missing and previous_missing:
+            groups[-1].append(step)
+        elif missing:
+            groups.append([step])
+        previous_missing = missing
+    if not groups:
         return ""
-    return f"step {first}" if first == end else f"steps {first} to {end}"
+    text = [str(g[0]) if len(g) == 1 else f"{g[0]} to {g[-1]}" for g in groups[:shown]]
+    more = f" and {len(groups) - shown} more ranges" if len(groups) > shown else ""
+    return ("step " if len(groups) == 1 == len(groups[0]) else "steps ") + ", ".join(text) + more
 
 
 def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:

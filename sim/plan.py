@@ -15,7 +15,8 @@
    minus the best measured loss) and its rank among the simulated configurations.
 
 Every simulation writes its own run folder under ``out/runs``; ``out/simulations.csv`` holds one row per
-finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped. A
+finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped (a
+simulation stopped by Ctrl-C continues from the checkpoint it wrote, and ends equal to an unbroken one). A
 plan folder belongs to one problem (:func:`problem_key`: the data, model, topology, partition, costs and
 how the constants are estimated); the budget and the ranking's settings may change from one call to the
 next in it: the constants are estimated once, and a simulation is reused wherever its configuration,
@@ -341,7 +342,7 @@ def _simulation(
         sim = dataclasses.replace(
             sim, lr_schedule="cdfl", mu=mu, a=4 / (mu * eta0), gamma=float(row["gamma"])
         )
-    summary = run(sim)
+    summary = _continue_or_start(sim)
     with (Path(sim.out) / "metrics.csv").open() as fh:
         last = list(csv.DictReader(fh))[-1]
     return {
@@ -352,6 +353,21 @@ def _simulation(
         "test_accuracy": summary["final_test_accuracy"], "grad_norm2": float(last["grad_norm2"]),
         "diverged": summary["diverged"], "model_time": summary["model_time"],
     }  # fmt: skip
+
+
+def _continue_or_start(sim: RunConfig) -> dict[str, Any]:
+    """Run one simulation of the plan, continuing from the checkpoint an interrupted call left in its folder
+    (Ctrl-C writes one after the step it stopped at; the result equals an unbroken run's). A checkpoint
+    that cannot be continued (another ``--log-every``, an edited file) is named, and the simulation
+    starts again from step 0."""
+    if (Path(sim.out) / "checkpoint.pt").is_file():
+        try:
+            return run(dataclasses.replace(sim, resume=True))
+        except InputError as exc:
+            if not str(exc).startswith("resume:"):
+                raise
+            print(f"dfl-sim: warning: plan: {exc}; the simulation starts again from step 0", file=sys.stderr)
+    return run(sim)
 
 
 def _atomic_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -461,9 +477,9 @@ def _plan_in(
                 raise RunInterrupted(f"interrupted before simulation {i} of {len(jobs)}; {i - 1} are kept")
             try:
                 found = [_simulation(config, row, seed, out / "runs", settings.mu)]
-            except RunInterrupted:  # its checkpoint is not used: a plan's simulation restarts
+            except RunInterrupted as exc:  # its checkpoint is kept: the next call continues from it
                 raise RunInterrupted(
-                    f"interrupted in simulation {i} of {len(jobs)} (it restarts next time); {i - 1} are kept"
+                    f"interrupted in simulation {i} of {len(jobs)} ({exc}); {i - 1} are kept"
                 ) from None
             records += found
             _atomic_csv(pd.DataFrame(records), path)

@@ -99,19 +99,63 @@ def test_cli_says_how_to_continue_and_exits_130(tiny, tmp_path, capsys, monkeypa
     assert main([*argv, "--resume"]) == 0
 
 
-def test_an_interrupted_plan_says_its_simulation_restarts(tiny, tmp_path, monkeypatch) -> None:
-    """A plan's simulations run without checkpoints: a Ctrl-C in one says it restarts, and one between
-    simulations stops before the next (both keep the finished ones)."""
+def test_an_interrupted_plan_continues_its_simulation_to_the_unbroken_one(
+    tiny, tmp_path, monkeypatch
+) -> None:
+    """A Ctrl-C in a plan's simulation keeps its checkpoint, and the next call continues from it: the
+    simulations and their metrics equal an unbroken plan's. A Ctrl-C between simulations stops before the
+    next (both keep the finished ones)."""
+    import pandas as pd
+
     import sim.plan as plan_module
     from sim.plan import PlanSettings, plan
 
     settings = PlanSettings(budget_seconds=40, top=1, others=1, seeds=1, max_tau1=3, max_tau2=3,
                             estimate_samples=16, hessian_iters=5)  # fmt: skip
-    problem = _config(tiny, tmp_path / "p", partition="shards", nodes=4, batch_size=8)
-    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: True)  # Ctrl-C in the first simulation
-    with pytest.raises(RunInterrupted, match="interrupted in simulation 1 of 2 \\(it restarts next time\\)"):
-        plan(problem, settings)
+
+    def problem(name: str) -> RunConfig:
+        return _config(tiny, tmp_path / name, partition="shards", nodes=4, batch_size=8)
+
+    unbroken = plan(problem("unbroken"), settings)
+    calls = iter(range(10**6))
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: next(calls) >= 12)  # 2 asks a step: at 7
+    with pytest.raises(RunInterrupted, match=r"interrupted in simulation 1 of 2 \(interrupted at step 7 of"):
+        plan(problem("broken"), settings)
+    (folder,) = (tmp_path / "broken" / "runs").iterdir()
+    assert (folder / "checkpoint.pt").is_file() and not (folder / "summary.json").exists()
+    before = (folder / "metrics.csv").read_text()  # its wall_time column would differ after a restart
     monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: False)
+    resumed = plan(problem("broken"), settings)
+    assert (folder / "metrics.csv").read_text().startswith(before)  # continued, not trained again
+    assert resumed["chosen"] == unbroken["chosen"]
+    a, b = (pd.read_csv(tmp_path / name / "simulations.csv") for name in ("unbroken", "broken"))
+    pd.testing.assert_frame_equal(a, b, rtol=1e-6)
+    assert_same_records(tmp_path / "unbroken" / "runs" / folder.name, folder)
     monkeypatch.setattr(plan_module, "interrupt_requested", lambda: True)  # Ctrl-C before a simulation
     with pytest.raises(RunInterrupted, match="interrupted before simulation 1 of 2; 0 are kept"):
-        plan(problem, settings)
+        plan(problem("between"), settings)
+
+
+def test_a_plan_starts_a_simulation_again_whose_checkpoint_cannot_be_continued(
+    tiny, tmp_path, monkeypatch, capsys
+) -> None:
+    """An interrupted simulation resumed under another --log-every (not part of a plan's problem) cannot
+    continue its checkpoint: the plan says so and trains it from step 0, to the unbroken result."""
+    import pandas as pd
+
+    from sim.plan import PlanSettings, plan
+
+    settings = PlanSettings(budget_seconds=40, top=1, others=1, seeds=1, max_tau1=3, max_tau2=3,
+                            estimate_samples=16, hessian_iters=5)  # fmt: skip
+    unbroken = _config(tiny, tmp_path / "unbroken", partition="shards", nodes=4, batch_size=8, log_every=1000)
+    plan(unbroken, settings)
+    broken = _config(tiny, tmp_path / "broken", partition="shards", nodes=4, batch_size=8)
+    calls = iter(range(10**6))
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: next(calls) >= 12)
+    with pytest.raises(RunInterrupted):
+        plan(broken, settings)
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: False)
+    plan(RunConfig(**{**broken.__dict__, "log_every": 1000}), settings)
+    assert "the simulation starts again from step 0" in capsys.readouterr().err
+    a, b = (pd.read_csv(tmp_path / name / "simulations.csv") for name in ("unbroken", "broken"))
+    pd.testing.assert_frame_equal(a, b, rtol=1e-6)

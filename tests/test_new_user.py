@@ -182,11 +182,18 @@ def test_resume_says_which_rows_are_lost_when_metrics_csv_lost_some(capsys, tiny
     err = capsys.readouterr().err
     assert "has no rows for steps 4 to 8 (expected a row every 4 steps up to the checkpoint's step 8" in err
     assert _steps(out / "metrics.csv") == [0, 12]
-    assert sim_main([*base, "--steps", "12", "--resume"]) == 0  # finished: nothing lost
-    assert "warning" not in capsys.readouterr().err
-    rows = [{"step": "4"}]
+    assert sim_main([*base, "--steps", "12", "--resume"]) == 0  # finished: the file still lacks them
+    err = capsys.readouterr().err
+    assert "has no rows for steps 4 to 8 (expected a row every 4 steps up to the checkpoint's step 12" in err
+    assert "had already taken its 12 steps (nothing to continue; --steps larger continues it)" in err
+    rows = [{"step": "0"}, {"step": "4"}]
     assert [_lost_rows(rows, t, 4) for t in (8, 7, 12)] == ["step 8", "", "steps 8 to 12"]
-    assert _lost_rows([], 3, 4) == "step 0" and _lost_rows([{"step": "8"}], 9, 4) == ""
+    assert _lost_rows([], 3, 4) == "step 0" and _lost_rows([{"step": "0"}, {"step": "8"}], 9, 4) == "step 4"
+    # a gap in the middle of the file, too (it used to be resumed over in silence), and a long list cut short
+    rows = [{"step": str(s)} for s in (0, 12, 16, 28, 36)]
+    assert _lost_rows(rows, 40, 4) == "steps 4 to 8, 20 to 24, 32, 40"
+    assert _lost_rows(rows, 40, 4, shown=2) == "steps 4 to 8, 20 to 24 and 2 more ranges"
+    assert _lost_rows([{"step": "0"}], 12, 2, since=8) == "steps 10 to 12"  # log_every changed at step 8
 
 
 def _rows(path: Path) -> list[str]:
