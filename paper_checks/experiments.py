@@ -8,15 +8,19 @@ the number of steps, the time unit of Fig. 9's wall-clock (a local step costs 1,
 gossip step 1, a compressed one its bit fraction), which sparsifier (rand_k), and whether "the
 same number of steps" counts gossip steps. Fig. 6 is checked under both readings (same total
 steps T; same number of local steps). ``--quick`` raises eta to 0.05 so that 60 local steps
-show a trend, and uses 2 seeds; ``--full`` uses the paper's eta, 1500 local steps, 3 seeds.
+show a trend; both modes use 3 seeds, ``--full`` the paper's eta and 1500 local steps.
 Runs are cached by their full config, so checks that need the same run share it. The runs of a
 figure that are not cached yet (every configuration, every seed) run as one stacked sweep
 (:mod:`sim.sweep`), each in its own cache folder.
 
 Verdicts compare the final training loss (mean of the last three logged values, on a fixed
-evaluation sample of the training set) across seeds: ``holds`` when every adjacent pair of the
-claimed ordering is separated beyond the seed-to-seed spread (the seed ranges do not overlap),
-``violated`` when some pair is separated the other way, ``inconclusive`` otherwise.
+evaluation sample of the training set) of each claimed pair (each adjacent pair of a claimed ordering)
+by a paired t-test over the seeds (seed s of both configurations: the same initial model, data
+partition and sampling streams), two-sided, each pair at level ``FAMILY_LEVEL`` / m for the m pairs a
+check judges (Bonferroni): ``holds`` when every pair is separated in the claimed direction, ``violated``
+when some pair is separated the other way, ``inconclusive`` otherwise. So a check with no real
+difference says ``violated`` with probability at most 0.05 (the seed ranges' overlap, the rule before
+2026-11-28, said it 15-75% of the time: a probe's simulation).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from bounds.dfl.schedule import local_step_mask
 from paper_checks.common import run_folder, same_config
@@ -44,7 +49,7 @@ from sim.sweep import run_sweep, sweep_groups
 def _settings(quick: bool) -> dict[str, Any]:
     return {
         "eta": 0.05 if quick else 0.002,
-        "seeds": [0, 1] if quick else [0, 1, 2],
+        "seeds": [0, 1, 2],  # 2 in --quick before 2026-11-28: too few for the paired test
         "local_steps": 60 if quick else 1500,
         "eval_samples": 300 if quick else 2000,
     }
@@ -125,23 +130,65 @@ def _final_loss(rows: list[dict[str, float]]) -> float:
     return float(np.mean([r["train_loss"] for r in rows[-3:]]))
 
 
-def _ordering(values: dict[str, list[float]], order: list[str]) -> tuple[str, list[dict[str, Any]]]:
-    """Verdict for 'loss increases along ``order``' from per-seed values."""
-    pairs, statuses = [], []
+FAMILY_LEVEL = 0.05  # the chance that a check with no real difference says anything but inconclusive
+
+
+def paired_verdict(margins: list[float] | np.ndarray, family: int) -> dict[str, Any]:
+    """Whether per-seed ``margins`` (> 0: the claim's direction) are separated from 0: a two-sided paired
+    t-test at level ``FAMILY_LEVEL / family`` (Bonferroni over the ``family`` pairs a check judges).
+
+    Returns the mean margin, the t statistic, the p-value, the level and the verdict: ``holds`` (mean > 0,
+    p below the level), ``violated`` (mean < 0, p below the level) or ``inconclusive`` (fewer than 2
+    seeds, or p at or above the level). Margins equal on every seed (deterministic runs) decide by their
+    sign alone.
+    """
+    m = np.asarray(margins, dtype=float)
+    mean, level = float(m.mean()), FAMILY_LEVEL / family
+    spread = float(m.std(ddof=1)) if len(m) > 1 else float("nan")
+    if len(m) < 2 or not np.isfinite(mean):
+        t, p = float("nan"), 1.0
+    elif spread == 0:
+        t, p = (float("inf") * np.sign(mean), 0.0) if mean != 0 else (0.0, 1.0)
+    else:
+        t = mean / (spread / np.sqrt(len(m)))
+        p = float(2 * stats.t.sf(abs(t), len(m) - 1))
+    verdict = "holds" if p < level and mean > 0 else "violated" if p < level and mean < 0 else "inconclusive"
+    return {"mean_margin": mean, "t": float(t), "p": p, "level": level, "verdict": verdict}
+
+
+def _ordering(
+    values: dict[str, list[float]], order: list[str], family: int | None = None
+) -> tuple[str, list[dict[str, Any]]]:
+    """Verdict for 'loss increases along ``order``' from per-seed values (seed s at index s of each list):
+    each adjacent pair by :func:`paired_verdict`, in a family of ``family`` pairs (default: this
+    ordering's own)."""
+    family = family or len(order) - 1
+    pairs = []
     for a, b in itertools.pairwise(order):
-        lo_a, hi_a, lo_b, hi_b = min(values[a]), max(values[a]), min(values[b]), max(values[b])
-        status = "holds" if hi_a < lo_b else "violated" if hi_b < lo_a else "inconclusive"
-        statuses.append(status)
+        test = paired_verdict(np.asarray(values[b]) - np.asarray(values[a]), family)
         pairs.append(
             {
                 "better": a,
                 "worse": b,
+                "better_per_seed": [float(v) for v in values[a]],
+                "worse_per_seed": [float(v) for v in values[b]],
                 "better_mean": float(np.mean(values[a])),
                 "worse_mean": float(np.mean(values[b])),
-                "verdict": status,
+                **test,
             }
         )
-    return combined(statuses), pairs
+    return combined([p["verdict"] for p in pairs]), pairs
+
+
+def _how(ctx: CheckContext, family: int) -> str:
+    """What a figure check measured and how it decided, for its summary."""
+    cfg = _settings(ctx.quick)
+    return (
+        f"{len(cfg['seeds'])} seeds, eta = {cfg['eta']}, {cfg['local_steps']} local steps in the reference "
+        "run, "
+        f"{cfg['eval_samples']} evaluation samples; each pair by a paired t-test over the seeds at level "
+        f"{FAMILY_LEVEL:g} / {family} (Bonferroni over the check's {family} pairs)"
+    )
 
 
 def _runs(configs: dict[str, dict[str, Any]], ctx: CheckContext) -> tuple[dict[str, list[float]], dict]:
@@ -185,9 +232,10 @@ def _fig6_configs(local: int, tau2s: list[int], same_total: bool, **base: Any) -
 
 
 def _fig6(
-    ctx: CheckContext, local: int, tau2s: list[int], same_total: bool = True, **base: Any
+    ctx: CheckContext, local: int, tau2s: list[int], family: int, same_total: bool = True, **base: Any
 ) -> dict[str, Any]:
-    """Fig. 6 on one data set / topology: tau1 = 4, decreasing ``tau2s``.
+    """Fig. 6 on one data set / topology: tau1 = 4, decreasing ``tau2s``; ``family``: the pairs the check
+    judges in all (:func:`paired_verdict`).
 
     Reading B (the same number of local steps) always; reading A (the same total steps T) unless
     ``same_total`` is false, in which case its verdict is 'not run'.
@@ -198,7 +246,7 @@ def _fig6(
     def reading(steps_for_tau2: Any) -> tuple[str, list, dict, str]:
         configs = {f"tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": steps_for_tau2(t)} for t in tau2s}
         values, curves = _runs(configs, ctx)  # tau2 = 4 is the same run in both readings
-        verdict, pairs = _ordering(values, order)
+        verdict, pairs = _ordering(values, order, family)
         return verdict, pairs, curves, ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
 
     verdict_T, pairs_T, curves_T, numbers_T = (
@@ -220,8 +268,13 @@ def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], ctx: 
     values, curves = _runs(configs, ctx)
     verdict, pairs = _ordering(values, order)
     losses = ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
+    local = [int(curves[k][0][-1][4]) for k in order]  # the local steps each took (same total steps T)
+    steps = ", ".join(map(str, local))
     return Outcome(
-        verdict, f"final training loss by {', '.join(order)}: {losses}.", {"pairs": pairs, "curves": curves}
+        verdict,
+        f"final training loss by {', '.join(order)}: {losses}, after {steps} local steps of "
+        f"{int(curves[order[0]][0][-1][0])} steps; {_how(ctx, len(order) - 1)}.",
+        {"pairs": pairs, "curves": curves},
     )
 
 
@@ -251,8 +304,9 @@ def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     local = _settings(ctx.quick)["local_steps"]
     order = list(tau2_best_first)
     _sweep(ctx, _fig6_mnist_configs(ctx, order))  # both topologies' runs in one sweep
-    ring_ = _fig6(ctx, local, order)
-    quasi = _fig6(ctx, local, order, **QUASI_RING)
+    family = 2 * 2 * (len(order) - 1)  # 2 topologies x 2 readings x the ordering's pairs
+    ring_ = _fig6(ctx, local, order, family)
+    quasi = _fig6(ctx, local, order, family, **QUASI_RING)
     parts = {"ring": ring_, "quasi-ring": quasi}
     status = combined([v for part in parts.values() for v in part["verdicts"]])
     return Outcome(
@@ -262,7 +316,7 @@ def fig6(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
             f"({p['numbers']})"
             for name, p in parts.items()
         )
-        + ".",
+        + f"; {_how(ctx, family)}.",
         {
             "same_total_steps": ring_["same_total_steps"],
             "same_local_steps": ring_["same_local_steps"],
@@ -321,11 +375,14 @@ def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
             f"(tau2 in {cfg['tau2s']}): nothing to compare.",
             {"claimed": list(tau2_best_first), "run": cfg["tau2s"]},
         )
-    part = _fig6(ctx, cfg["local_steps"], claimed, same_total=cfg["same_total"], **_cifar_base(ctx, folder))
+    family = (2 if cfg["same_total"] else 1) * (len(claimed) - 1)
+    part = _fig6(ctx, cfg["local_steps"], claimed, family, cfg["same_total"], **_cifar_base(ctx, folder))
     return Outcome(
         combined(list(part["verdicts"])),
         f"same total steps {part['verdicts'][0]}, same local steps {part['verdicts'][1]} "
-        f"({part['numbers']}); {cfg['local_steps']} local steps, eta = {cfg['eta']}.",
+        f"({part['numbers']}); {cfg['local_steps']} local steps, eta = {cfg['eta']}, "
+        f"{len(_settings(ctx.quick)['seeds'])} seeds, each pair by a paired t-test at level "
+        f"{FAMILY_LEVEL:g} / {family}.",
         {k: part[k] for k in ("same_total_steps", "same_local_steps", "curves")},
     )
 
@@ -408,10 +465,16 @@ FIG9_CLAIMS: dict[str, Any] = {
 def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
     """``claims``: best-first orderings against steps, and (better, worse) pairs at wall-clock 4."""
     values, curves = _runs(_fig9_configs(ctx), ctx)
-    verdict_sparse, pairs_sparse = _ordering(values, list(claims["sparsification"]))
-    verdict_gossip, pairs_gossip = _ordering(values, list(claims["gossip"]))
+    family = (
+        len(claims["sparsification"]) - 1
+        + len(claims["gossip"]) - 1
+        + len(claims["wallclock"]) * len(WALLCLOCK_RATIOS)
+    )  # fmt: skip
+    verdict_sparse, pairs_sparse = _ordering(values, list(claims["sparsification"]), family)
+    verdict_gossip, pairs_gossip = _ordering(values, list(claims["gossip"]), family)
     clock = {
-        f"t_comm/t_comp = {r:g}": _wallclock_gains(curves, r, claims["wallclock"]) for r in WALLCLOCK_RATIOS
+        f"t_comm/t_comp = {r:g}": _wallclock_gains(curves, r, claims["wallclock"], family)
+        for r in WALLCLOCK_RATIOS
     }
     status = combined([verdict_sparse, verdict_gossip, *(c["verdict"] for c in clock.values())])
     at = f"{WALLCLOCK_AT:.0%}"
@@ -422,14 +485,14 @@ def fig9(ctx: CheckContext, claims: dict[str, Any]) -> Outcome:
         + ", ".join(f"{k}: {np.mean(v):.3f}" for k, v in values.items())
         + f"). Against modelled wall-clock, loss reduction relative to DFL at {at} of the common horizon "
         "(paper at wall-clock 4: rand_k 0.89 +16.9%, rand_k 0.67 +74.6%, gossip 0.8 +50.7%, gossip 0.6 "
-        "worse): "
+        "worse; the ordering of the pairs is judged, the sizes are reported, not judged): "
         + "; ".join(
             f"{name}: "
             + ", ".join(f"{k} {np.mean(v):+.1%}" for k, v in c["gains"][at].items())
-            + f" ({c['verdict']})"
+            + f" (ordering {c['verdict']})"
             for name, c in clock.items()
         )
-        + ".",
+        + f"; {_how(ctx, family)}.",
         {
             "sparsification": pairs_sparse,
             "gossip": pairs_gossip,
@@ -474,7 +537,10 @@ WALLCLOCK_AT = 0.4  # the paper's "wall-clock 4", if its axis ran to 10 (it is n
 
 
 def _wallclock_gains(
-    curves: dict[str, list[list[list[float]]]], ratio: float, claims: Any = FIG9_CLAIMS["wallclock"]
+    curves: dict[str, list[list[list[float]]]],
+    ratio: float,
+    claims: Any = FIG9_CLAIMS["wallclock"],
+    family: int | None = None,
 ) -> dict[str, Any]:
     """Fig. 9(a): each C-DFL curve's loss reduction against DFL, (L_DFL(t) - L(t)) / L_DFL(t), per seed.
 
@@ -482,8 +548,8 @@ def _wallclock_gains(
     ratio 1: time = local + (model_time - local) * ratio). Losses are linearly interpolated between
     the logged points. The verdict is on ``claims``, pairs (lower loss, higher loss) at
     ``WALLCLOCK_AT`` of the horizon (the paper's: rand_k 0.89, rand_k 0.67 and gossip 0.8 below DFL,
-    rand_k 0.67 below rand_k 0.89, gossip 0.6 above DFL): a pair holds for every seed ('holds'), for
-    no seed ('violated'), otherwise 'inconclusive'.
+    rand_k 0.67 below rand_k 0.89, gossip 0.6 above DFL), each by :func:`paired_verdict` on its per-seed
+    margins in a family of ``family`` pairs (default: these claims alone).
     """
 
     def time(rows: list[list[float]]) -> np.ndarray:
@@ -504,8 +570,10 @@ def _wallclock_gains(
             if label != "DFL"
         }
     at = {"DFL": [0.0] * len(curves["DFL"]), **gains[f"{WALLCLOCK_AT:.0%}"]}
-    margins = [np.array(at[better]) - np.array(at[worse]) for better, worse in claims]  # > 0: claim holds
-    verdicts = [
-        "holds" if (m > 0).all() else "violated" if (m < 0).all() else "inconclusive" for m in margins
+    family = family or len(claims)
+    tests = [  # margin > 0: the claimed pair's order
+        {"better": a, "worse": b, **paired_verdict(np.array(at[a]) - np.array(at[b]), family)}
+        for a, b in claims
     ]
-    return {"horizon": horizon, "gains": gains, "verdict": combined(verdicts)}
+    verdict = combined([t["verdict"] for t in tests])
+    return {"horizon": horizon, "gains": gains, "pairs": tests, "verdict": verdict}

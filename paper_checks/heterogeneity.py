@@ -267,7 +267,7 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
 
 @check(
     "prop1-non-iid",
-    "Proposition 1 (Assumption 1.4), non-i.i.d. data",
+    "Proposition 1 (Assumption 1.4), non-i.i.d. data (our repair)",
     "Our repair for non-i.i.d. data: the mean over the local steps of E||grad F(u_t)||^2 <= 2 gap / "
     "(eta K tau1) + eta L sigma^2 / N + drift_term_repaired, when eta L <= 1 and rho_D <= 1/2.",
     "the exact cells of drift-non-iid (node-specific quadratics, start at w* or w* + 1, gap = F(u_1) - "

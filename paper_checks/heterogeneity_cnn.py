@@ -178,7 +178,7 @@ def non_iid_cnn_cells(ctx: CheckContext) -> tuple[list[dict[str, Any]], dict[str
 
 @check(
     "drift-non-iid-cnn",
-    "eq. (103), non-i.i.d. data, Section VI's setting",
+    "eq. (103), non-i.i.d. data, Section VI's setting (our heterogeneity term)",
     "On the MNIST CNN with non-i.i.d. partitions, L^2 x the mean over local steps of ||X_t (I - J)||_F^2 / N "
     "is at most the heterogeneity-aware drift term with the constants estimated along the run.",
     "DFL with the paper's CNN on MNIST, 10 nodes, B = 32, partitions label shards, Dirichlet alpha in "

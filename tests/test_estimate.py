@@ -106,7 +106,7 @@ def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -
     assert main(["--quick", "--estimate", "--only", "fig7-tau1", "zeta-values", "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("dfl-check: 2 checks, estimated about ")
-    assert "8 simulations" in err and "never timed here (zeta-values)" in err
+    assert "12 simulations" in err and "never timed here (zeta-values)" in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "report.md").exists()
 
 
@@ -117,7 +117,7 @@ def test_cli_estimate_json_prints_the_estimate(tmp_path: Path, capsys) -> None:
     out, err = capsys.readouterr()
     got = json.loads(out)
     assert sorted(got["checks"]) == ["fig7-tau1", "zeta-values"] and got["untimed"] == ["zeta-values"]
-    assert got["simulations"] == 8 and got["wall_seconds"] == pytest.approx(got["per_check"]["fig7-tau1"])
+    assert got["simulations"] == 12 and got["wall_seconds"] == pytest.approx(got["per_check"]["fig7-tau1"])
     assert got["line"] in err and list(got["calibrations"]) == ["mnist/cnn on cpu"]
 
 
