@@ -1,6 +1,7 @@
 """Proposition 1 on least squares and logistic regression with exactly known constants (MNIST subset).
 
-Every node holds the same 2,000 MNIST training samples and uses its full local gradient: then
+Every node holds the same MNIST training samples (500 in --quick, 4,000 in --full) and uses its full
+local gradient: then
 E g_i = grad F (Assumption 1.4) and sigma^2 = 0 exactly, and since all nodes start equal and C is
 doubly stochastic they stay equal (gossip is a no-op, the drift is 0). The schedule of
 Algorithm 1 still counts gossip steps in T, which is what these checks probe on real data.

@@ -168,7 +168,9 @@ def write_report(
         f"# dflkit paper checks ({'quick' if quick else 'full'})",
         "",
         "Each claim of the paper, how it was tested, and the verdict. `violated` is a finding about "
-        "the paper; `reference` documents a value or a case outside the claim's assumptions.",
+        "the statement judged: the paper's, or, where the reference says 'ours' or 'our repair', one of "
+        "this toolkit's (a repair, the planner); `reference` documents a value or a case outside the "
+        "claim's assumptions.",
         "",
         "Columns of the bound tables: `lhs_all` is E[(1/T) sum_t ||grad F(u_t)||^2] over all T steps "
         "(Proposition 1's left side), `lhs_local` the same average over the K tau1 local steps only "

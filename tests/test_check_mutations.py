@@ -206,6 +206,22 @@ def test_check_holds_on_a_true_statement_and_is_violated_by_a_wrong_one(check_id
     assert broken.status == "violated", broken.summary
 
 
+@pytest.mark.parametrize(
+    "lemma, wrong",
+    [
+        ("lemma5", lambda A, B: 0.99 * LEMMAS_5_6_7["lemma5"](A, B)),
+        ("lemma6", lambda P, Q: 0.99 * LEMMAS_5_6_7["lemma6"](P, Q)),
+        # ||P||_op ||Q||_op in place of the Frobenius norms: false for P = [I_5; 0], Q = P^T (5 > 1)
+        ("lemma6", lambda P, Q: float(np.linalg.norm(P, 2) * np.linalg.norm(Q, 2))),
+    ],
+)
+def test_lemmas_5_and_6_are_violated_by_a_slightly_wrong_inequality(lemma: str, wrong: Any, cheap) -> None:
+    """Random Gaussian P, Q lie far from Cauchy-Schwarz's equality: a Lemma 6 with 0.3 x its right side
+    held (a probe). The check now also tries each inequality's equality case."""
+    broken = CHECKS["lemmas-5-6-7"](cheap, LEMMAS_5_6_7 | {lemma: wrong})
+    assert broken.status == "violated", broken.summary
+
+
 def test_the_default_statement_is_the_papers() -> None:
     """The default statement of a Proposition-1 check is the paper's bound (not a stand-in)."""
     assert CHECKS["prop1-noise-free"].statement is PROPOSITION_1

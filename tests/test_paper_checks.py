@@ -183,6 +183,11 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
     assert paired([0.1, 0.1], family=3)["verdict"] == "holds"  # equal margins: the sign decides
     assert paired([0.0, 0.0], family=3)["verdict"] == "inconclusive"
     assert paired([0.5], family=1)["verdict"] == "inconclusive"  # one seed: no spread to judge by
+    # two untrained CIFAR-10 runs (loss 2.31, from the same initial model on each seed) differ by nearly
+    # the same 4e-4 on both seeds: t = -397, p = 0.0016, yet no difference worth a verdict (a probe)
+    untrained = paired([-0.000394, -0.000396], family=1, scale=2.31)
+    assert untrained["p"] < untrained["level"] and untrained["verdict"] == "inconclusive"
+    assert paired([-0.0394, -0.0396], family=1, scale=2.31)["verdict"] == "violated"  # 1.7% of the loss
     test = paired([0.3, 0.1, 0.2], family=2)  # t = 0.2 / (0.1 / sqrt 3) = 3.46 on 2 df: p = 0.074
     assert test["t"] == pytest.approx(3.4641, rel=1e-4) and test["p"] == pytest.approx(0.0742, abs=2e-4)
     assert test["level"] == 0.025 and test["verdict"] == "inconclusive"
@@ -362,3 +367,19 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
     assert "**In progress:** 1 of 2 checks done" in md
     assert "| zeta-values |" in md and "| remarks-1-2 |" not in md
     assert [r["id"] for r in json.loads((tmp_path / "report.json").read_text())] == ["zeta-values"]
+
+
+def test_proof_sums_decides_the_strict_inequality_before_92_exactly() -> None:
+    """In floats the sum before (92) at zeta = 0.3, j = 29 equals its bound 1 / (1 - 0.3) to the last bit,
+    and the check called the paper's true strict '<' failed there (186 such cells, a probe); in exact
+    arithmetic it holds, and fails only at zeta = 0, where the sum is 1 = the bound."""
+    from paper_checks.theory import PROOF_SUMS, _not_strictly_below
+
+    assert float(sum(0.3**m for m in range(30))) == 1 / (1 - 0.3)  # the float tie
+    ties: list = []
+    assert not _not_strictly_below(PROOF_SUMS, "geometric_92_full", 0.3, 1, 29, ties)
+    assert not _not_strictly_below(PROOF_SUMS, "geometric_92_tail", 0.87, 10, 29, ties)
+    assert _not_strictly_below(PROOF_SUMS, "geometric_92_full", 0.0, 1, 0, ties)
+    floats_only = PROOF_SUMS | {"geometric_92_full_bound": lambda z, t: 1 / (1 - float(z) ** t)}
+    assert not _not_strictly_below(floats_only, "geometric_92_full", 0.3, 1, 29, ties)  # a tie: undecided
+    assert ties == [{"sum": "geometric_92_full", "zeta": 0.3, "tau2": 1, "j": 29}]
