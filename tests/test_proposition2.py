@@ -225,7 +225,12 @@ def test_the_repaired_lemma13_bounds_the_recursion_and_the_printed_one_does_not(
     assert first.a_repaired > first.a  # (121)'s condition, with its tau1^2, needs a larger a than the printed
     r = cdfl_bound(**inputs, **network, a=first.a_repaired)
     assert r.bound_repaired == pytest.approx(first.bound_repaired, rel=1e-14)
-    assert np.isinf(cdfl_bound(**inputs, **network, a=first.a).bound_repaired)  # (121) fails there
+    missed = cdfl_bound(**inputs, **network, a=first.a)
+    assert np.isinf(missed.bound_repaired)  # (121) fails there, and the message says so (it said nothing)
+    assert f"misses (121)'s step condition, which the repair needs (expected a >= {first.a_repaired:g})" in (
+        missed.message
+    )
+    assert "misses (121)" not in r.message
     worst = worst_case_122(**inputs, a=r.a, p=r.p, theta=r.theta, init_dist2=1.0)
     assert worst <= r.bound_repaired * (1 + 1e-12)
     if G2 == 0:

@@ -201,7 +201,8 @@ def cdfl_bound(
             v["L"], v["mu"], v["sigma2_bar"], v["N"], t1, K_, a_, init, d["D1"], d["D2"], d["D3"]
         )
         # the repair needs (121)'s own bracket condition (with tau1^2), stronger than the printed one: its a
-        a_rep = smallest_a(cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"])) if a is None else a_
+        a_121 = smallest_a(cf.largest_eta_121(v["L"], v["mu"], v["tau1"], v["alpha"]))
+        a_rep = a_121 if a is None else a_
         holds_121 = cf.step_condition_121_lhs(v["L"], v["mu"], t1, 4 / (v["mu"] * a_rep), v["alpha"]) <= 0
         by_lemma12 = sum(
             cf.lemma13_bound_stated_step(
@@ -215,7 +216,8 @@ def cdfl_bound(
         )
         repaired = np.where(t1 >= 2, by_lemma12, at_tau1_one)
         # a given a that misses (121)'s condition (or a >= 16 kappa): no (122), no bound
-        repaired = np.where(holds_121 & (a_rep >= 16 * kappa * (1 - 1e-12)), repaired, np.inf)
+        meets_121 = holds_121 & (a_rep >= 16 * kappa * (1 - 1e-12))
+        repaired = np.where(meets_121, repaired, np.inf)
         order = cf.proposition2_order_terms(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )
@@ -240,6 +242,11 @@ def cdfl_bound(
         message = "; ".join(filter(None, [f"{where}: no gossip step, so the models never mix (contraction "
                                           "(1 + theta)(1 - p)^0 > 1)", message]))  # fmt: skip
     message = "; ".join(filter(None, [message, overflow_note(initial + noise + higher)]))
+    if a is not None and not np.all(meets_121):  # the repair needs (121)'s condition at the a given
+        smallest = float(np.max(np.asarray(a_121)))
+        missed = "bound_repaired is inf: the a given misses (121)'s step condition, which the repair needs "
+        missed += f"(expected a >= {smallest:g})"
+        message = "; ".join(filter(None, [message, missed]))
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
     inputs = {"L": L, "mu": mu, "sigma2_bar": sigma2_bar, "G2": G2, "N": N, "tau1": tau1, "tau2": tau2,
               "K": K, "zeta": zeta, "delta": delta, "beta_mix": beta_mix, "a": a, "theta": theta,
