@@ -144,15 +144,20 @@ def paired_verdict(margins: list[float] | np.ndarray, family: int, scale: float 
 
     The floor matters where the runs barely moved: paired seeds share the initial model, so two untrained
     runs differ by nearly the same 4e-4 on every seed (fig6-cifar in --quick), which the t-test alone
-    would call significant. Returns the mean margin, the t statistic, the p-value, the level, the floor
-    and the verdict: ``holds`` (mean > 0), ``violated`` (mean < 0), each with p below the level and the
-    mean beyond the floor, or ``inconclusive`` (fewer than 2 seeds, p at or above the level, or a mean
-    within the floor). Margins equal on every seed (deterministic runs) decide by their sign and size.
+    would call significant. A run that diverged (inf loss) on every seed while the other did not decides by
+    that side; on some seeds only, inconclusive. Returns the mean margin, the t statistic, the p-value,
+    the level, the floor and the verdict: ``holds`` (mean > 0), ``violated`` (mean < 0), each with p
+    below the level and the mean beyond the floor, or ``inconclusive`` (fewer than 2 seeds, p at or above
+    the level, or a mean within the floor). Margins equal on every seed (deterministic runs) decide by
+    their sign and size.
     """
     m = np.asarray(margins, dtype=float)
     mean, level, floor = float(m.mean()), FAMILY_LEVEL / family, MIN_EFFECT * abs(scale)
-    spread = float(m.std(ddof=1)) if len(m) > 1 else float("nan")
-    if len(m) < 2 or not np.isfinite(mean):
+    if len(m) > 1 and (np.all(np.isposinf(m)) or np.all(np.isneginf(m))):  # one side diverged on every seed
+        return {"mean_margin": mean, "t": mean, "p": 0.0, "level": level, "floor": floor,
+                "verdict": "holds" if mean > 0 else "violated"}  # fmt: skip
+    spread = float(m.std(ddof=1)) if len(m) > 1 and np.isfinite(mean) else float("nan")
+    if len(m) < 2 or not np.isfinite(mean):  # one seed, or a run diverged on some seeds only
         t, p = float("nan"), 1.0
     elif spread == 0:
         t, p = (float("inf") * np.sign(mean), 0.0) if mean != 0 else (0.0, 1.0)
@@ -173,7 +178,8 @@ def _ordering(
     family = family or len(order) - 1
     pairs = []
     for a, b in itertools.pairwise(order):
-        scale = float(np.mean([*values[a], *values[b]]))  # the pair's loss: the floor is 1% of it
+        finite = [v for v in (*values[a], *values[b]) if np.isfinite(v)]
+        scale = float(np.mean(finite)) if finite else 0.0  # the pair's loss: the floor is 1% of it
         test = paired_verdict(np.asarray(values[b]) - np.asarray(values[a]), family, scale)
         pairs.append(
             {

@@ -224,6 +224,12 @@ def proof_sums(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
             "The strict '<' before (92) is an equality at zeta = 0 (harmless: the proof needs only '<='). "
             if any(k.endswith("bound") and k.startswith("geometric_92") for k in failures)
             else ""
+        )
+        + (
+            f"{len(ties)} strict '<' left undecided: the claimed bound takes no fractions, and the float sum "
+            "ties it within rounding. "
+            if ties
+            else ""
         ),
         {
             "failures": failures,

@@ -11,6 +11,7 @@ to the other processes of a run only through a :class:`Comm` (:class:`Single` fo
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
 import sys
@@ -92,7 +93,8 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def _fsync(path: Path) -> None:
-    """Flush ``path`` (a file or a folder) to the disk; a folder that cannot be opened (Windows): skipped."""
+    """Flush ``path`` (a file or a folder) to the disk, where the file system can: one that refuses fsync
+    (EINVAL on some network and FUSE file systems, or on a folder) leaves it to the page cache, as before."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -101,8 +103,8 @@ def _fsync(path: Path) -> None:
         raise
     try:
         os.fsync(fd)
-    except OSError:
-        if not path.is_dir():  # some file systems refuse fsync on a folder: the rename is then not flushed
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF) and not path.is_dir():
             raise
     finally:
         os.close(fd)

@@ -174,7 +174,7 @@ def test_wallclock_gains_by_hand() -> None:
 def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None:
     """The figure checks' rule. The one before it (the seed ranges do not overlap; 'violated' if any pair
     is separated the wrong way) said 'violated' 15-75% of the time on data with no difference at all
-    (a probe, 2026-11-28): here a check of 8 pairs and 3 seeds on such data says it at most 5% of the
+    (a probe, 2026-11-28): here an ordering of 3 pairs with 3 seeds on such data says it at most 5% of the
     time, while a real difference of a few seed spreads is decided, either way."""
     paired = experiments.paired_verdict
     assert paired([0.66, 0.65, 0.67], family=8)["verdict"] == "holds"
@@ -183,6 +183,12 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
     assert paired([0.1, 0.1], family=3)["verdict"] == "holds"  # equal margins: the sign decides
     assert paired([0.0, 0.0], family=3)["verdict"] == "inconclusive"
     assert paired([0.5], family=1)["verdict"] == "inconclusive"  # one seed: no spread to judge by
+    inf = float("inf")  # a run that diverged: on every seed it decides, on some only it does not
+    assert experiments._ordering({"a": [inf] * 3, "b": [0.5, 0.6, 0.55]}, ["a", "b"])[0] == "violated"
+    assert experiments._ordering({"a": [0.5, 0.6, 0.55], "b": [inf] * 3}, ["a", "b"])[0] == "holds"
+    assert (
+        experiments._ordering({"a": [inf, 0.5, 0.5], "b": [0.5, 0.6, 0.55]}, ["a", "b"])[0] == "inconclusive"
+    )
     # two untrained CIFAR-10 runs (loss 2.31, from the same initial model on each seed) differ by nearly
     # the same 4e-4 on both seeds: t = -397, p = 0.0016, yet no difference worth a verdict (a probe)
     untrained = paired([-0.000394, -0.000396], family=1, scale=2.31)

@@ -227,7 +227,7 @@ def test_the_repaired_lemma13_bounds_the_recursion_and_the_printed_one_does_not(
     assert r.bound_repaired == pytest.approx(first.bound_repaired, rel=1e-14)
     missed = cdfl_bound(**inputs, **network, a=first.a)
     assert np.isinf(missed.bound_repaired)  # (121) fails there, and the message says so (it said nothing)
-    assert f"misses (121)'s step condition, which the repair needs (expected a >= {first.a_repaired:g})" in (
+    assert f"misses (121)'s step condition, which the repair needs (expected a >= {first.a_repaired!r})" in (
         missed.message
     )
     assert "misses (121)" not in r.message

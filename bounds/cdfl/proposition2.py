@@ -245,7 +245,7 @@ def cdfl_bound(
     if a is not None and not np.all(meets_121):  # the repair needs (121)'s condition at the a given
         smallest = float(np.max(np.asarray(a_121)))
         missed = "bound_repaired is inf: the a given misses (121)'s step condition, which the repair needs "
-        missed += f"(expected a >= {smallest:g})"
+        missed += f"(expected a >= {smallest!r})"  # in full: a rounded-down value would miss it again
         message = "; ".join(filter(None, [message, missed]))
     terms = {"initial": initial, "noise": noise, "higher_order": higher, **d}
     inputs = {"L": L, "mu": mu, "sigma2_bar": sigma2_bar, "G2": G2, "N": N, "tau1": tau1, "tau2": tau2,
