@@ -26,7 +26,9 @@ __all__ = ["CDFL_BOUNDS", "default_candidates", "optimize_cdfl"]
 
 
 def default_candidates(dim: int) -> list[tuple[str, float | None]]:
-    """identity; top_k and rand_k at k/d in {1, 5, 10, 25, 50, 67, 89} %; gossip p; qsgd s."""
+    """identity; top_k and rand_k at k/d in {1, 5, 10, 25, 50, 67, 89} %; gossip p; qsgd s <= 64.
+
+    The optimiser's choice is the best of these, not over all parameters (a larger qsgd s can do better)."""
     fractions = (0.01, 0.05, 0.1, 0.25, 0.5, 0.67, 0.89)
     ks = sorted({max(1, math.ceil(f * dim)) for f in fractions})
     return [
