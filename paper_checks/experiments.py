@@ -201,9 +201,15 @@ def _how(ctx: CheckContext, family: int) -> str:
     return (
         f"{len(cfg['seeds'])} seeds, eta = {cfg['eta']}, {cfg['local_steps']} local steps in the reference "
         "run, "
-        f"{cfg['eval_samples']} evaluation samples; each pair by a paired t-test over the seeds at level "
-        f"{FAMILY_LEVEL:g} / {family} (Bonferroni over the check's {family} pairs) and a difference of at "
-        f"least {MIN_EFFECT:.0%} of the loss"
+        f"{cfg['eval_samples']} evaluation samples; {_rule(family)}"
+    )
+
+
+def _rule(family: int) -> str:
+    """The decision rule of :func:`paired_verdict` in a family of ``family`` pairs, for a summary."""
+    return (
+        f"each pair by a paired t-test over the seeds at level {FAMILY_LEVEL:g} / {family} (Bonferroni over "
+        f"the check's {family} pairs) and a difference of at least {MIN_EFFECT:.0%} of the loss"
     )
 
 
@@ -397,8 +403,7 @@ def fig6_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
         combined(list(part["verdicts"])),
         f"same total steps {part['verdicts'][0]}, same local steps {part['verdicts'][1]} "
         f"({part['numbers']}); {cfg['local_steps']} local steps, eta = {cfg['eta']}, "
-        f"{len(_settings(ctx.quick)['seeds'])} seeds, each pair by a paired t-test at level "
-        f"{FAMILY_LEVEL:g} / {family} and a difference of at least {MIN_EFFECT:.0%} of the loss.",
+        f"{len(_settings(ctx.quick)['seeds'])} seeds; {_rule(family)}.",
         {k: part[k] for k in ("same_total_steps", "same_local_steps", "curves")},
     )
 
