@@ -11,6 +11,8 @@ Sub-commands::
     dfl-bounds optimize --L --sigma2 --nodes --gap (--zeta Z | --topology NAME) --t-comp
                    (--t-comm S | --latency S --bandwidth B --dim D) [--budget-seconds S]
                    [--max-local-steps N] [--max-gossip-steps N] [--max-tau1 --max-tau2] [--json]
+                   (--bound cdfl / cdfl-repaired: --mu --G2 --latency --bandwidth --dim [--init-dist2],
+                   no --gap)
     dfl-bounds pep --L --nodes --topology NAME --tau1 --tau2 --rounds --eta --gap [--heterogeneity V]
                    [--initial lower|last] [--solver S] [--json]   (needs the "pep" extras)
     dfl-bounds expr NAME [--latex]
@@ -137,6 +139,8 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.bound in ("cdfl", "cdfl-repaired"):
         return _optimize_cdfl(args)
+    if args.gap is None:
+        raise InputError(f"--bound {args.bound} needs --gap (F(u_1) - F_inf)")
     if args.compressor is not None:
         raise InputError(
             f"--compressor {args.compressor}: Proposition 1 assumes exact gossip, so compression would only "
@@ -441,7 +445,11 @@ def _build_parser() -> OneLineParser:
         "optimize",
         "best (tau1, tau2, eta) under a time or step budget",
         _cmd_optimize,
-        ("--L", "--sigma2", "--nodes", "--gap", "--t-comp"),
+        ("--L", "--sigma2", "--nodes", "--t-comp"),
+    )
+    opt.add_argument("--gap", type=float, help="F(u_1) - F_inf (every bound but cdfl and cdfl-repaired)")
+    opt.add_argument(
+        "--init-dist2", type=float, help="||u0 - u*||^2 of --bound cdfl, cdfl-repaired (default (2G/mu)^2)"
     )
     _add_graph(opt)
     _add_cdfl(opt, required=False)
@@ -517,11 +525,13 @@ def _refuse_without_effect(args: argparse.Namespace) -> None:
     elif args.command == "optimize" and args.bound not in ("cdfl", "cdfl-repaired"):
         # (--compressor has its own message: Proposition 1 assumes exact gossip)
         unused += [(n, f"only --bound cdfl reads it (got --bound {args.bound})") for n in cdfl_flags[:4]]
+        unused.append(("init_dist2", f"only --bound cdfl reads it (got --bound {args.bound})"))
         if given("t_comm") and not (given("latency") or given("bandwidth")):  # (both: refused as such)
             unused.append(("dim", "--t-comm gives the gossip cost (--dim prices bits with --bandwidth)"))
     elif args.command == "optimize":
         unused.append(("t_comm", "--bound cdfl prices gossip as --latency + message bits / --bandwidth"))
         unused.append(("delta", "--bound cdfl takes delta from each compressor it tries"))
+        unused.append(("gap", "Lemma 13 bounds F(w) - F* from ||u0 - u*||^2 (--init-dist2), not the gap"))
     if args.command in ("cdfl", "compare", "optimize") and not given("compressor"):
         unused.append(("compressor_param", "only --compressor reads it"))
         if args.command != "optimize":

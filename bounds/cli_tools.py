@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,9 @@ from bounds._checks import InputError
 
 __all__ = ["OneLineParser", "key_value_table", "pipe_safe", "rows_table", "writable_folder"]
 
+# what float() reads as a negative number: -1, -.5, -1e-3, -inf, -nan (argparse's own pattern has no
+# exponent and no inf/nan)
+NEGATIVE_NUMBER = re.compile(r"^-(?:(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 SIGPIPE_STATUS = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
@@ -41,7 +45,13 @@ def pipe_safe(main: Callable[..., int]) -> Callable[..., int]:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line and exits 2."""
+    """argparse that reports a bad argument in one line and exits 2, and reads ``--L -1e-3`` or
+    ``--mu -inf`` as an option with a (bad) value, for the validators to name, where argparse reads
+    ``-1e-3`` and ``-inf`` as unknown options ("expected one argument")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")

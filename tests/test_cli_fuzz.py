@@ -3,6 +3,8 @@ never a traceback. dfl-sim is fuzzed up to its validation (a valid run would tra
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,3 +84,42 @@ def test_dfl_plot_never_tracebacks(capsys, tmp_path, rest: list[str]) -> None:
 def test_fuzz_harness_sees_errors(capsys, argv: list[str]) -> None:
     """The harness itself: known-bad argument lists come out as exit 2 with one line."""
     assert _exit_code(bounds_main, argv) == 2
+
+
+@pytest.mark.parametrize("value", ["-1e-3", "-1E5", "-inf", "-Infinity", "-nan", "-.5", "-2"])
+def test_a_negative_number_is_a_value_that_the_validators_name(capsys, value: str) -> None:
+    """``--L -1e-3`` reaches the check of L (argparse alone reads -1e-3 and -inf as unknown options and
+    says "expected one argument", naming neither the value nor what was expected)."""
+    argv = ["dfl", "--L", value, "--sigma2", "1", "--nodes", "4", "--eta", "0.1", "--tau1", "2",
+            "--tau2", "2", "--T", "8", "--gap", "1", "--zeta", "0.5"]  # fmt: skip
+    assert _exit_code(bounds_main, argv) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("dfl-bounds: error: L ") and "expected one argument" not in err, err
+    args = _parser().parse_args(["run", "--eta", value])
+    with pytest.raises(InputError, match=r"^eta "):
+        _config(args).validate()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cdfl", "--L", "1e308", "--sigma2", "1", "--nodes", "10", "--tau1", "2", "--tau2", "2", "--K", "100",
+         "--topology", "ring", "--G2", "1", "--delta", "0.5", "--mu", "1"],
+        ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.5", "--t-comp",
+         "1e308", "--t-comm", "1", "--budget-seconds", "1e-300"],
+        ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.5", "--t-comp",
+         "1", "--t-comm", "1e-300", "--budget-seconds", "1e308"],
+        ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.5", "--t-comp",
+         "1e-320", "--t-comm", "5e-324", "--budget-seconds", "200"],
+        ["compare", "--L", "1", "--sigma2", "1", "--nodes", "10", "--eta", "1e308", "--tau1", "2", "--tau2",
+         "2", "--T", "20", "--gap", "1", "--zeta", "1e-308"],
+    ],
+)  # fmt: skip
+def test_extreme_values_print_no_numpy_warning(capsys, argv: list[str]) -> None:
+    """numpy's 'overflow encountered in multiply' reached users from Lemma 13's step condition (L = 1e308),
+    a round's cost (t_comp = 1e308) and a budget's step count (1e308 s); compare's corrected drift raised
+    OverflowError (eta = 1e308). The verdict is in the result or the error, not in a warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = _exit_code(bounds_main, argv)
+    assert code in (0, 2) and [str(w.message) for w in caught] == []

@@ -173,6 +173,15 @@ def test_disconnected_graph_has_no_finite_bound() -> None:
     assert "success : False" in str(r) and "zeta = 1" in str(r)
 
 
+@pytest.mark.parametrize("extreme", [{"sigma2": 1e308}, {"gap": 1e308}])
+def test_an_overflowing_bound_is_called_an_overflow_not_a_zero_step(extreme: dict) -> None:
+    """sigma2 = 1e308 used to say 'eta_max is 0 in every cell' (eta_max > 0 there; the bound overflows),
+    and its grid held NaN bounds."""
+    r = optimize_dfl(**{**PROBLEM, **extreme}, cost=CostModel(1.0, 0.5), budget_seconds=100)
+    assert not r.success and "overflows float64 in every cell" in r.message, r.message
+    assert (r.grid["eta_max"] > 0).all() and np.isposinf(r.grid["bound"]).all()
+
+
 def test_cli_reports_no_finite_bound_as_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     from bounds.cli import main
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bounds import InputError
-from bounds.cdfl.compression import make_compressor
+from bounds.cdfl.compression import QSGD, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.cli import main
 from bounds.plan.optimize_cdfl import default_candidates, optimize_cdfl
@@ -86,8 +86,6 @@ def test_cli_cdfl_optimize_json(capsys) -> None:
             "1",
             "--nodes",
             "10",
-            "--gap",
-            "1",
             "--zeta",
             "0.87",
             "--beta",
@@ -129,7 +127,7 @@ def test_cli_cdfl_optimize_when_identity_wins(capsys) -> None:
     from bounds.cli import main
 
     argv = ["optimize", "--bound", "cdfl", "--L", "1", "--mu", "0.1", "--sigma2", "1", "--G2", "1", "--nodes",
-            "10", "--topology", "ring", "--gap", "1", "--t-comp", "1", "--latency", "0.01", "--bandwidth",
+            "10", "--topology", "ring", "--t-comp", "1", "--latency", "0.01", "--bandwidth",
             "1e9", "--dim", "100", "--budget-seconds", "1000", "--json"]  # fmt: skip
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
@@ -162,3 +160,56 @@ def test_bad_candidates_are_refused(candidates) -> None:
     """['identity'] failed to unpack (a ValueError); [] was replaced by the default list in silence."""
     with pytest.raises(InputError, match="expected a non-empty list of \\(name, parameter\\) pairs"):
         optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, candidates=candidates)
+
+
+def test_cdfl_optimize_starts_from_init_dist2_and_refuses_a_gap(capsys) -> None:
+    """--bound cdfl required --gap and ignored it (Lemma 13 starts from ||u0 - u*||^2): --gap is now refused
+    there, --init-dist2 reaches the bound, and the other bounds still need --gap and refuse --init-dist2."""
+    from bounds.cli import main
+
+    base = ["optimize", "--L", "1", "--mu", "0.1", "--sigma2", "1", "--G2", "1", "--nodes", "10",
+            "--topology", "ring", "--t-comp", "1", "--latency", "0.01", "--bandwidth", "1e9", "--dim", "100",
+            "--budget-seconds", "1000", "--max-tau1", "6", "--max-tau2", "6", "--json"]  # fmt: skip
+    assert main([*base, "--bound", "cdfl", "--gap", "1"]) == 2
+    assert "--gap 1.0 has no effect: Lemma 13 bounds F(w) - F* from ||u0 - u*||^2" in capsys.readouterr().err
+    bounds = []
+    for dist2 in (None, 400.0, 4e4):  # None: the default (2 G / mu)^2 = 400
+        assert main([*base, "--bound", "cdfl"] + ([] if dist2 is None else ["--init-dist2", str(dist2)])) == 0
+        bounds.append(json.loads(capsys.readouterr().out)["bound"])
+    assert bounds[0] == bounds[1] < bounds[2]
+    problem = dict(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, zeta=0.87, beta_mix=1.33, budget_seconds=100)
+    far = optimize_cdfl(**problem, init_dist2=4e4, **NETWORK)
+    assert far.bound > optimize_cdfl(**problem, **NETWORK).bound
+    dfl = ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--topology", "ring", "--t-comp", "1",
+           "--t-comm", "1", "--budget-seconds", "100", "--max-tau1", "6", "--max-tau2", "6"]  # fmt: skip
+    assert main(dfl) == 2 and "--bound repaired needs --gap" in capsys.readouterr().err
+    assert main([*dfl, "--gap", "1", "--init-dist2", "4"]) == 2
+    assert "--init-dist2 4.0 has no effect: only --bound cdfl reads it" in capsys.readouterr().err
+
+
+def test_the_qsgd_grid_is_the_best_s_of_every_message_size() -> None:
+    """qsgd s = 2^e - 1 (e = 1..16) is the largest s of its bits; a brute force over every s <= 511 finds no
+    better qsgd cell (the old grid, s = 1, 2, 4, 8, 16, 64, missed s = 127: a bound 1.37x lower here)."""
+    problem = dict(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, zeta=0.87, beta_mix=1.33, dim=1000, t_comp=0.01,
+                   latency=0.0, bandwidth=1e5, budget_seconds=1e4, max_tau1=6, max_tau2=6)  # fmt: skip
+    grid = [s for name, s in default_candidates(1000) if name == "qsgd"]
+    assert grid == [2**e - 1 for e in range(1, 17)]
+    assert all(QSGD(s).bits(1000) < QSGD(s + 1).bits(1000) for s in grid)  # s + 1 costs a bit more
+    best = optimize_cdfl(**problem, candidates=[("qsgd", s) for s in grid])
+    brute = min(optimize_cdfl(**problem, candidates=[("qsgd", s)]).bound for s in range(1, 512))
+    assert best.bound == pytest.approx(brute, rel=1e-12) and best.parameter == 127
+    old = optimize_cdfl(**problem, candidates=[("qsgd", s) for s in (1, 2, 4, 8, 16, 64)])
+    assert old.bound > 1.3 * best.bound
+
+
+def test_a_budget_that_only_compressed_rounds_fit_is_not_refused() -> None:
+    """The first candidate, identity, refused the budget for all: 1e5 floats over 1e3 bit/s take 3,200 s a
+    round, while rand_k with k = 1,000 fits in 100 s. Nothing fits: the error names the cheapest round."""
+    problem = dict(L=1, mu=0.1, sigma2_bar=1, G2=1, N=10, zeta=0.87, beta_mix=1.33, dim=100_000, t_comp=0.01,
+                   latency=0.0, bandwidth=1e3)  # fmt: skip
+    r = optimize_cdfl(**problem, budget_seconds=100)
+    assert r.success and r.compressor != "identity" and r.time <= 100
+    with pytest.raises(
+        InputError, match=r"fits no round with any compressor tried: .* rand_k 1000\) takes 3"
+    ):
+        optimize_cdfl(**problem, budget_seconds=1)

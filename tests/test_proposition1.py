@@ -233,3 +233,12 @@ def test_an_overflowing_bound_says_so() -> None:
     r = dfl_bound(**{**BASE, "gap": 1e308})
     assert r.bound == float("inf") and not r.success and "overflows float64" in r.message
     assert "overflows" not in dfl_bound(**{**BASE, "tau2": 0}).message  # no gossip: its own reason
+
+
+def test_an_eta_max_beyond_float64_is_inf_and_said() -> None:
+    """L = 1e-320 printed eta_max = 1.79769e+308 (the largest float, nudged down from inf) without a word:
+    the true root, about 1e320, is beyond float64, and every finite eta satisfies (eta)."""
+    r = dfl_bound(**{**BASE, "L": 1e-320})
+    assert r.eta_max == float("inf") and r.eta_condition_ok and "beyond float64's range" in r.message
+    assert "beyond" not in dfl_bound(**{**BASE, "L": 1e-300}).message  # eta_max ~ 1e298: a float
+    assert dfl_bound(**{**BASE, "L": 1e-300}).eta_max < 1e300

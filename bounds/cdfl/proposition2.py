@@ -222,16 +222,18 @@ def cdfl_bound(
             v["L"], v["mu"], v["sigma2_bar"], v["G2"], v["N"], t1, t2, K_, p, theta_
         )
         eta_0 = 4 / (v["mu"] * a_)
-    conditions = {
-        "rho_in_(0,1]": rho > 0,
-        "gamma_in_(0,1]": (gamma > 0) & (gamma <= 1),
-        "theta_below_p/(1-p)": theta_ < p / (1 - p),
-        "contraction_below_1": cf.contraction_gap(p, theta_, v["tau2"]) > 0,  # (A itself may round to 1)
-        "a_at_least_16_kappa": a_ >= 16 * kappa * (1 - 1e-12),
-        "a_above_1": a_ > 1,
-        "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
-        "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"]) <= 0,
-    }
+    with np.errstate(over="ignore", invalid="ignore"):  # L = 1e308: the step condition is inf or NaN: not met
+        conditions = {
+            "rho_in_(0,1]": rho > 0,
+            "gamma_in_(0,1]": (gamma > 0) & (gamma <= 1),
+            "theta_below_p/(1-p)": theta_ < p / (1 - p),
+            "contraction_below_1": cf.contraction_gap(p, theta_, v["tau2"]) > 0,  # (A itself may round to 1)
+            "a_at_least_16_kappa": a_ >= 16 * kappa * (1 - 1e-12),
+            "a_above_1": a_ > 1,
+            "eta_0_L_at_most_1/4": eta_0 * v["L"] <= 0.25 * (1 + 1e-12),
+            "step_condition_at_eta_0": cf.lemma13_step_condition_lhs(v["L"], v["mu"], t1, eta_0, v["alpha"])
+            <= 0,
+        }
     conditions = {k: full(c) for k, c in conditions.items()}
     ok = full(np.logical_and.reduce([np.asarray(c) for c in conditions.values()]))  # each of the grid's shape
     failed = [k for k, c in conditions.items() if not np.all(c)]

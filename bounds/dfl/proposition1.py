@@ -247,6 +247,9 @@ def dfl_bound(
         message = "; ".join(filter(None, [message, _non_iid_note(out)]))
     if (bv > 0).any():
         message = "; ".join(filter(None, [message, _variance_growth_note(out, bv)]))
+    if np.isposinf(np.asarray(out["eta_max"])).any():  # L = 1e-320: 1 / L overflows
+        message = "; ".join(filter(None, [message, "eta_max is beyond float64's range (L is that small): "
+                                          "every finite eta satisfies (eta)"]))  # fmt: skip
     # gossip mixes, yet no finite number: float64 overflowed (gap = 1e308, say)
     message = "; ".join(filter(None, [message, overflow_note(out["bound"], ~never_mixes)]))
     return DFLBound(**out, message=message, inputs=inputs)
@@ -295,7 +298,8 @@ def _admissible(a: np.ndarray, b: Any, L: np.ndarray) -> np.ndarray:
     where rounding put the condition above 1 + CONDITION_RTOL, so that eta = eta_max passes it."""
     e_max = np.asarray(f.eta_max_from_quadratic(a, b, L), dtype=np.float64)
     for _ in range(8):
-        over = (e_max > 0) & (f.quadratic_condition_lhs(e_max * L, a, b) > 1.0 + CONDITION_RTOL)
+        above = f.quadratic_condition_lhs(e_max * L, a, b) > 1.0 + CONDITION_RTOL
+        over = (e_max > 0) & np.isfinite(e_max) & above  # inf stays: 1 / L overflowed (L = 1e-320)
         if not over.any():
             break
         e_max = np.where(over, np.nextafter(np.nextafter(e_max, 0), 0), e_max)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.dfl import formulas as f
 from bounds.dfl.proposition1 import dfl_bound
@@ -42,9 +44,13 @@ def _prop1_row(
     method: str, source: str, *, tau1: int, tau2: int, zeta: float, **problem: Any
 ) -> dict[str, Any]:
     r = dfl_bound(tau1=tau1, tau2=tau2, zeta=zeta, **problem)
-    corrected = r.sync_sgd_term + f.local_drift_term_corrected(
-        problem["eta"], problem["L"], problem["sigma2"], tau1, tau2, zeta
-    ) if r.local_drift_term != float("inf") else float("inf")  # fmt: skip
+    corrected = float("inf")  # where gossip never mixes (tau2 = 0, zeta = 1), as the drift term
+    if r.local_drift_term != float("inf"):
+        with np.errstate(over="ignore", invalid="ignore"):  # eta = 1e308: a float's ** raised OverflowError
+            drift = f.local_drift_term_corrected(
+                np.float64(problem["eta"]), problem["L"], problem["sigma2"], tau1, tau2, zeta
+            )
+            corrected = float(r.sync_sgd_term + drift)
     return {
         "method": method, "source": source, "quantity": _GRADIENT_NORM, "tau1": tau1, "tau2": tau2,
         "zeta": zeta, "bound": r.bound, "bound_corrected_drift": corrected,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from bounds._checks import real_array, real_number
 
 __all__ = ["CostModel"]
@@ -50,7 +52,8 @@ class CostModel:
 
     def round_seconds(self, tau1: Any, tau2: Any) -> Any:
         """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""
-        return tau1 * self.t_comp + tau2 * self.t_comm
+        with np.errstate(over="ignore"):  # t_comp = t_comm = 1e308: a round longer than float64 holds is inf
+            return tau1 * self.t_comp + tau2 * self.t_comm
 
     def step_seconds(self, local: bool, gossip: bool) -> float:
         """Seconds of one step that is a local step, a gossip step, or both at once (D-SGD)."""

@@ -255,6 +255,7 @@ def optimize_dfl(
         else:
             eta = np.where(usable, _best_eta(a, b, c, top), np.nan)
         value = np.where(np.isfinite(eta), value_at(np.where(np.isfinite(eta), eta, 1.0)), np.inf)
+        value = np.where(np.isnan(value), np.inf, value)  # sigma2 = 1e308: eta underflows to 0, inf * 0
     grid = {
         "tau1": tau1.astype(int),
         "tau2": tau2.astype(int),
@@ -270,6 +271,8 @@ def optimize_dfl(
     if not np.isfinite(value).any():
         if z >= 1:
             why = "zeta = 1: the graph never mixes"
+        elif np.isfinite(eta).any():  # a step was chosen, and still no finite number
+            why = "it overflows float64 in every cell: inputs too large or too small for a finite value"
         elif fixed is not None and (eta_max[feasible] > 0).any():
             largest = float(np.max(eta_max[feasible]))
             why = f"eta = {fixed:g} is above eta_max of every cell, the largest {largest:.4g}"
@@ -295,8 +298,10 @@ def budget_grid(
     max_gossip_steps: int | None,
     max_tau1: int,
     max_tau2: int,
+    require_a_round: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The (tau1, tau2) mesh, the whole rounds K that fit the budget, and where K >= 1."""
+    """The (tau1, tau2) mesh, the whole rounds K that fit the budget, and where K >= 1 (an InputError where
+    nowhere, unless not ``require_a_round``: a caller trying several costs decides after the last)."""
     if budget_seconds is None and max_local_steps is None and max_gossip_steps is None:
         raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
     t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
@@ -310,7 +315,8 @@ def budget_grid(
     rounds = np.full(tau1.shape, np.inf)
     if budget_seconds is not None:
         seconds = real_number("budget_seconds", budget_seconds, low=0, low_open=True)
-        rounds = np.minimum(rounds, np.floor(seconds / cost.round_seconds(tau1, tau2)))
+        with np.errstate(over="ignore"):  # rounds of 1e-320 s: inf rounds, refused below
+            rounds = np.minimum(rounds, np.floor(seconds / cost.round_seconds(tau1, tau2)))
     if max_local_steps is not None:
         rounds = np.minimum(
             rounds, np.floor(real_number("max_local_steps", max_local_steps, low=1, integer=True) / tau1)
@@ -320,13 +326,14 @@ def budget_grid(
             rounds, np.floor(real_number("max_gossip_steps", max_gossip_steps, low=1, integer=True) / tau2)
         )
     feasible = rounds >= 1
-    most = float(np.max(np.where(feasible, rounds * (tau1 + tau2), 0)))
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e308 s at 1e-300 s a step: inf steps, refused below
+        most = float(np.max(np.where(feasible, rounds * (tau1 + tau2), 0)))
     if most > MAX_EXACT_INTEGER:  # T = K (tau1 + tau2): int64 casts of larger budgets wrapped round to < 0
         raise InputError(
             f"the budget allows {most:.3g} steps (expected at most 2^53 = {MAX_EXACT_INTEGER:.3g}, which "
             "float64 counts exactly; lower the budget)"
         )
-    if not feasible.any():
+    if require_a_round and not feasible.any():
         cheapest = cost.t_comp + cost.t_comm
         raise InputError(
             f"the budget fits no round: the cheapest round (tau1 = 1, tau2 = 1) takes {cheapest:g} s, "

@@ -26,9 +26,12 @@ __all__ = ["CDFL_BOUNDS", "default_candidates", "optimize_cdfl"]
 
 
 def default_candidates(dim: int) -> list[tuple[str, float | None]]:
-    """identity; top_k and rand_k at k/d in {1, 5, 10, 25, 50, 67, 89} %; gossip p; qsgd s <= 64.
+    """identity; top_k and rand_k at k/d in {1, 5, 10, 25, 50, 67, 89} %; gossip p in {0.1, 0.2, 0.4, 0.6,
+    0.8}; qsgd s = 2^e - 1 for e = 1, ..., 16: levels of e bits (a sign too: at most 17 of identity's 32
+    bits a coordinate), each the largest s, and so the largest delta = 1 / (1 + min(d / s^2, sqrt(d) / s)),
+    of its message size (s = 2, 4, 64 paid for a bit they left unused).
 
-    The optimiser's choice is the best of these, not over all parameters (a larger qsgd s can do better)."""
+    The optimiser's choice is the best of these, not over all parameters."""
     fractions = (0.01, 0.05, 0.1, 0.25, 0.5, 0.67, 0.89)
     ks = sorted({max(1, math.ceil(f * dim)) for f in fractions})
     return [
@@ -36,7 +39,7 @@ def default_candidates(dim: int) -> list[tuple[str, float | None]]:
         *[("top_k", k) for k in ks],
         *[("rand_k", k) for k in ks],
         *[("gossip", p) for p in (0.1, 0.2, 0.4, 0.6, 0.8)],
-        *[("qsgd", s) for s in (1, 2, 4, 8, 16, 64)],
+        *[("qsgd", 2**e - 1) for e in range(1, 17)],
     ]
 
 
@@ -65,14 +68,17 @@ def optimize_cdfl(
     candidates: list[tuple[str, float | None]] | None = None,
     runners_up: int = 5,
     bound: str = "paper",
+    init_dist2: float | None = None,
 ) -> OptimizeResult:
     """Minimise Lemma 13's bound over (tau1, tau2) and the compressor (and its parameter).
 
     ``candidates`` are (name, parameter) pairs for :func:`bounds.cdfl.compression.make_compressor`;
     the default is :func:`default_candidates`. ``bound``: ``paper`` (Lemma 13 as printed) or
     ``repaired`` (what Lemma 12 gives from (122) at the lemma's step: ``CDFLBound.bound_repaired``,
-    README Finding 12; at tau1 = 1 the exact worst case of (122)). The result's grid has one row per
-    (compressor, tau1, tau2) cell, with its delta and message bits.
+    README Finding 12; at tau1 = 1 the exact worst case of (122)). ``init_dist2``: ||u0 - u*||^2, where
+    Lemma 13's initial term starts (default (2 G / mu)^2, as :func:`bounds.cdfl.proposition2.cdfl_bound`);
+    Lemma 13 bounds F(w) - F*, so Proposition 1's gap F(u_1) - F_inf plays no part. The result's grid has one
+    row per (compressor, tau1, tau2) cell, with its delta and message bits.
     """
     if bound not in CDFL_BOUNDS:
         raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
@@ -87,13 +93,15 @@ def optimize_cdfl(
             "the defaults)"
         )
     pieces: list[dict[str, np.ndarray]] = []
+    cheapest: tuple[float, str, float | None] = (np.inf, "", None)  # the cheapest round (1, 1) of all
     for name, parameter in candidates or default_candidates(d):
         q: Compressor = make_compressor(name, parameter)
         bits = q.bits(d)
         cost = CostModel.from_network(t_comp, latency=latency, bandwidth=bandwidth, dim=d, bits=bits)
         tau1, tau2, rounds, feasible = budget_grid(
-            cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2
+            cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2, require_a_round=False
         )
+        cheapest = min(cheapest, (cost.round_seconds(1, 1), name, parameter))
         r = cdfl_bound(
             L=L,
             mu=mu,
@@ -106,6 +114,7 @@ def optimize_cdfl(
             zeta=zeta,
             delta=q.delta(d),
             beta_mix=beta_mix,
+            init_dist2=init_dist2,
         )
         ok = feasible & np.asarray(r.conditions_ok, dtype=bool)
         shape = tau1.shape
@@ -128,6 +137,13 @@ def optimize_cdfl(
             }
         )
     grid = {k: np.concatenate([p[k].ravel() for p in pieces]) for k in pieces[0]}
+    if not (grid["rounds"] >= 1).any():  # (identity alone used to refuse the budget for all compressors)
+        seconds, name, parameter = cheapest
+        raise InputError(
+            f"the budget fits no round with any compressor tried: the cheapest round (tau1 = 1, tau2 = 1, "
+            f"{name}{'' if parameter is None else f' {parameter:g}'}) takes {seconds:g} s (expected a budget "
+            "of at least one round)"
+        )
     if not np.isfinite(grid["bound"]).any():
         why = "meets Lemma 13's conditions within the budget"
         if bound == "repaired":  # the printed conditions may hold where (121)'s does not (bound_repaired inf)
