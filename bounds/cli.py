@@ -75,10 +75,15 @@ def _cmd_topology(args: argparse.Namespace) -> dict[str, Any]:
         summary = spectral_summary(C).to_dict()
     return {
         "topology": args.name,
-        "weights": args.weights,
+        "weights": _weights_used(args.name, args.weights),
         **summary,
         "seconds": round(time.perf_counter() - start, 4),
     }
+
+
+def _weights_used(topology: str, weights: str) -> str:
+    """The weight rule a result reports: a matrix:PATH has its own weights, not the (unused) default rule."""
+    return "matrix file" if str(topology).startswith("matrix:") else weights
 
 
 def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
@@ -127,7 +132,9 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
     summary, _ = _spectrum(args)
     if summary.nodes != args.nodes:
         raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {summary.nodes} nodes")
-    out.update(topology=args.topology, weights=args.weights, beta_mix=summary.beta_mix)
+    out.update(
+        topology=args.topology, weights=_weights_used(args.topology, args.weights), beta_mix=summary.beta_mix
+    )
     return summary.zeta
 
 

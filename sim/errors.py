@@ -1,8 +1,11 @@
-"""The simulator's own failure: a run that could not finish (not a bad input, which is ``InputError``)."""
+"""The simulator's own failure: a run that could not finish (not a bad input, which is ``InputError``), and
+the one bad input a caller may recover from: a resume whose settings differ from the checkpoint's."""
 
 from __future__ import annotations
 
-__all__ = ["RunInterrupted", "SimulationError"]
+from bounds import InputError
+
+__all__ = ["ResumeSettingsDiffer", "RunInterrupted", "SimulationError"]
 
 
 class SimulationError(RuntimeError):
@@ -11,3 +14,13 @@ class SimulationError(RuntimeError):
 
 class RunInterrupted(SimulationError):
     """A run stopped by Ctrl-C after a whole step, its checkpoint written (:mod:`sim.interrupt`)."""
+
+
+class ResumeSettingsDiffer(InputError):
+    """``--resume`` with settings other than the checkpoint's; ``pairs`` names them ('eta = 0.1 -> 0.2').
+    The message advises ``--allow-change`` where it applies; a caller that sets the fields itself (a plan)
+    says instead that it starts the run again."""
+
+    def __init__(self, message: str, pairs: str) -> None:
+        super().__init__(message)
+        self.pairs = pairs

@@ -46,8 +46,9 @@ from bounds.plan.optimize import budget_grid, optimize_dfl
 from bounds.plan.optimize_cdfl import CDFL_BOUNDS, optimize_cdfl
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, check_field_types, fingerprint
-from sim.errors import RunInterrupted
+from sim.errors import ResumeSettingsDiffer, RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
+from sim.grid import finished_summary
 from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
 from sim.run_folder import lock_folders, refuse_other_kind, release_folders
@@ -359,10 +360,16 @@ def _continue_or_start(sim: RunConfig) -> dict[str, Any]:
     """Run one simulation of the plan, continuing from the checkpoint an interrupted call left in its folder
     (Ctrl-C writes one after the step it stopped at; the result equals an unbroken run's). A checkpoint
     that cannot be continued (another ``--log-every``, an edited file) is named, and the simulation
-    starts again from step 0."""
+    starts again from step 0. A simulation that finished as ``sim`` says is read back, not run again."""
+    done = finished_summary(sim)
+    if done is not None:
+        return done
     if (Path(sim.out) / "checkpoint.pt").is_file():
         try:
             return run(dataclasses.replace(sim, resume=True))
+        except ResumeSettingsDiffer as exc:  # (its --allow-change advice is not the plan's to take)
+            why = f"{sim.out}'s checkpoint was taken with other settings ({exc.pairs})"
+            print(f"dfl-sim: warning: plan: {why}; the simulation starts again from step 0", file=sys.stderr)
         except InputError as exc:
             if not str(exc).startswith("resume:"):
                 raise

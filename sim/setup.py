@@ -30,6 +30,7 @@ from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
 from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
+from sim.errors import ResumeSettingsDiffer
 from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import available_memory
 from sim.models import LogReg, make_model
@@ -337,8 +338,9 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
         names = ",".join(allowed)
         sweep = f"; in a sweep, allow_change = {names!r} in its grid's [base]"
         hint = f" (or --allow-change {names}{sweep})" if allowed == differ else ""
-        raise InputError(
-            f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})"
+        raise ResumeSettingsDiffer(
+            f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})",
+            pairs,
         )
     digests = digests or {}
     why = {

@@ -55,9 +55,34 @@ def test_user_matrix_and_edge_list(capsys, tmp_path) -> None:
     np.savetxt(tmp_path / "c.txt", np.full((4, 4), 0.25))
     code, out, _ = run(capsys, "topology", f"matrix:{tmp_path / 'c.txt'}", "--json")
     assert code == 0 and json.loads(out)["zeta"] == pytest.approx(0, abs=1e-12)
+    assert json.loads(out)["weights"] == "matrix file"  # it said 'paper', a rule it never applied
+    problem = [
+        "--L",
+        "1",
+        "--sigma2",
+        "1",
+        "--eta",
+        "0.01",
+        "--tau1",
+        "2",
+        "--tau2",
+        "2",
+        "--T",
+        "8",
+        "--gap",
+        "1",
+    ]
+    code, out, _ = run(
+        capsys, "dfl", "--topology", f"matrix:{tmp_path / 'c.txt'}", "--nodes", "4", *problem, "--json"
+    )
+    assert code == 0 and json.loads(out)["weights"] == "matrix file"
     (tmp_path / "e.txt").write_text("0 1\n1 2\n2 3\n3 0\n")
     code, out, _ = run(capsys, "topology", f"edges:{tmp_path / 'e.txt'}", "--json")
-    assert code == 0 and json.loads(out)["zeta"] == pytest.approx(1 / 3)
+    assert (
+        code == 0
+        and json.loads(out)["zeta"] == pytest.approx(1 / 3)
+        and json.loads(out)["weights"] == "paper"
+    )
 
 
 def test_dfl_json_keys_and_values(capsys) -> None:

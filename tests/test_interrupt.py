@@ -100,7 +100,7 @@ def test_cli_says_how_to_continue_and_exits_130(tiny, tmp_path, capsys, monkeypa
 
 
 def test_an_interrupted_plan_continues_its_simulation_to_the_unbroken_one(
-    tiny, tmp_path, monkeypatch
+    tiny, tmp_path, monkeypatch, capsys
 ) -> None:
     """A Ctrl-C in a plan's simulation keeps its checkpoint, and the next call continues from it: the
     simulations and their metrics equal an unbroken plan's. A Ctrl-C between simulations stops before the
@@ -131,6 +131,12 @@ def test_an_interrupted_plan_continues_its_simulation_to_the_unbroken_one(
     a, b = (pd.read_csv(tmp_path / name / "simulations.csv") for name in ("unbroken", "broken"))
     pd.testing.assert_frame_equal(a, b, rtol=1e-6)
     assert_same_records(tmp_path / "unbroken" / "runs" / folder.name, folder)
+    capsys.readouterr()
+    finished = (folder / "metrics.csv").read_text()
+    (tmp_path / "broken" / "simulations.csv").unlink()  # as if stopped after a simulation, before its row
+    again = plan(problem("broken"), settings)  # every simulation finished: read back, not run again
+    assert again["chosen"] == unbroken["chosen"] and (folder / "metrics.csv").read_text() == finished
+    assert "--steps larger" not in capsys.readouterr().err  # (the note of a finished run resumed)
     monkeypatch.setattr(plan_module, "interrupt_requested", lambda: True)  # Ctrl-C before a simulation
     with pytest.raises(RunInterrupted, match="interrupted before simulation 1 of 2; 0 are kept"):
         plan(problem("between"), settings)
@@ -156,6 +162,8 @@ def test_a_plan_starts_a_simulation_again_whose_checkpoint_cannot_be_continued(
         plan(broken, settings)
     monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: False)
     plan(RunConfig(**{**broken.__dict__, "log_every": 1000}), settings)
-    assert "the simulation starts again from step 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "checkpoint was taken with other settings (log_every = " in err, err
+    assert "the simulation starts again from step 0" in err and "--allow-change" not in err  # not plan's flag
     a, b = (pd.read_csv(tmp_path / name / "simulations.csv") for name in ("unbroken", "broken"))
     pd.testing.assert_frame_equal(a, b, rtol=1e-6)

@@ -194,6 +194,11 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
     untrained = paired([-0.000394, -0.000396], family=1, scale=2.31)
     assert untrained["p"] < untrained["level"] and untrained["verdict"] == "inconclusive"
     assert paired([-0.0394, -0.0396], family=1, scale=2.31)["verdict"] == "violated"  # 1.7% of the loss
+    gain = paired([0.012, 0.011, 0.013], family=1)  # Fig. 9's relative gains: the floor is 1 point, scale 1
+    assert gain["verdict"] == "holds" and paired([0.008, 0.007, 0.009], family=1)["verdict"] == "inconclusive"
+    assert "1 percentage point of relative gain against wall-clock" in experiments._rule(
+        14, experiments.FIG9_FLOOR
+    )
     test = paired([0.3, 0.1, 0.2], family=2)  # t = 0.2 / (0.1 / sqrt 3) = 3.46 on 2 df: p = 0.074
     assert test["t"] == pytest.approx(3.4641, rel=1e-4) and test["p"] == pytest.approx(0.0742, abs=2e-4)
     assert test["level"] == 0.025 and test["verdict"] == "inconclusive"

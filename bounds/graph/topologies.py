@@ -149,7 +149,8 @@ def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Grap
     The file holds one edge per line: two node ids, integers >= 0, separated by whitespace or a comma
     (``0 1`` or ``0,1``); blank lines and ``#`` comments are skipped. Weights are not read (a third
     column is refused: give a weighted C as ``matrix:PATH``). Nodes are relabelled 0..N-1 in sorted
-    order of their ids.
+    order of their ids. A self-loop ``u u`` adds node u and no edge: every weight rule gives each node its
+    own weight C_uu already.
     """
     if isinstance(path_or_edges, str | Path):
         graph = nx.Graph()
