@@ -86,8 +86,26 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         if name in grid:
             raise InputError(f"grid file {str(path)!r}: [grid] has {key!r} twice, spelled two ways (expected "
                              "it once)")  # fmt: skip
+        twice = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :] if _same_value(a, b)]
+        if twice:  # eta = [1, 1.0] ran one run twice, in folders eta=1 and eta=1.0
+            a, b = twice[0]
+            both = f"{a!r}" if repr(a) == repr(b) else f"{a!r} and {b!r}"
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {key} lists one value twice ({both}; expected distinct "
+                "values: each is one run)"
+            )
         grid[name] = values
+    if not grid:  # an empty file ran one default run (a 400-step CNN) in a folder named 'run'
+        raise InputError(
+            f"grid file {str(path)!r} has no [grid] entries (expected field = [value, ...] lines under "
+            "[grid]: the sweep is their product; one run is `dfl-sim run --config FILE`)"
+        )
     return base, grid
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether two grid values give one run: equal and of one kind (1 and 1.0 are; 1 and True are not)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
 def _field(path: Path, key: str) -> str:
@@ -106,10 +124,17 @@ class GridPoint:
 
 def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Path) -> list[GridPoint]:
     """The product of the grid's lists over ``base``, each in its own folder under ``out``."""
-    points = []
+    points: list[GridPoint] = []
+    folders: dict[Path, dict[str, Any]] = {}
     for combo in itertools.product(*grid.values()):
         values = dict(zip(grid, combo, strict=True))
         folder = Path(out) / (_folder_name(values) or "run")
+        if folder in folders:  # ('a b' and 'a-b' give one name): refused before any folder is made
+            raise InputError(
+                f"sweep: the points {folders[folder]} and {values} would write to one folder {str(folder)!r} "
+                "(expected values that differ in letters, digits or '.=+-_')"
+            )
+        folders[folder] = values
         try:
             config = RunConfig(**{**base, **values, "out": str(folder)})
         except TypeError as exc:  # a key RunConfig does not take: load_grid checks, a caller may not

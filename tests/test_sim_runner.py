@@ -144,7 +144,7 @@ def test_mnist_out_of_the_box(tmp_path) -> None:
         (["--gamma", "0.5"], "--gamma 0.5 has no effect: only algorithm 'cdfl' reads it"),
         (["--algorithm", "dsgd", "--tau2", "3"], "--tau2 3 has no effect: algorithm 'dsgd' fixes tau2 = 1"),
         (["--algorithm", "local", "--topology", "torus"], "--topology torus has no effect: algorithm"),
-        (["--topology", "matrix:C.txt", "--weights", "lazy"], "--weights lazy has no effect"),
+        (["--topology", f"matrix:{__file__}", "--weights", "lazy"], "--weights lazy has no effect"),
         (["--bandwidth", "1e6", "--t-comm", "2"], "--t-comm 2.0 has no effect: with bandwidth"),
         (["--algorithm", "cdfl", "--compressor-param", "3"], "--compressor-param 3.0 has no effect"),
         (["--allow-change", "eta"], "--allow-change eta has no effect: only --resume reads it"),

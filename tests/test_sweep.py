@@ -278,6 +278,14 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\nseed = [0]\n[base.out]\n", "'out' in [base] is set by the sweep"),
         ("log_every = 2\nlog-every = 4\n[grid]\nseed = [0]\n", "'log_every' and 'log-every' set one field"),
         ("[grid]\nlog_every = [2]\nlog-every = [4]\n", "[grid] has 'log-every' twice, spelled two ways"),
+        # these three made the sweep's folder and sweep.json, then stopped (or ran a duplicate, or a default)
+        ("[grid]\nseed = [0, 0]\n", "[grid] seed lists one value twice (0; expected distinct values"),
+        ("[grid]\neta = [1, 1.0]\n", "[grid] eta lists one value twice (1 and 1.0;"),
+        ("", "has no [grid] entries (expected field = [value, ...] lines under [grid]"),
+        (
+            "[grid]\ntopology = ['ring', 'matrix:/nonexistent/m.npy']\n",
+            "matrix file '/nonexistent/m.npy' does not",
+        ),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
@@ -298,6 +306,10 @@ def test_grid_folder_names_keep_the_value_and_fit_a_file_system(tmp_path) -> Non
     long = [f"edges:{tmp_path}/{'x' * 250}{i}.txt" for i in range(2)]
     names = [Path(p.config.out).name for p in grid_points({"steps": 4}, {"topology": long}, tmp_path)]
     assert len(set(names)) == 2 and all(len(n) == FOLDER_NAME_LIMIT for n in names)
+    with pytest.raises(
+        InputError, match=r"the points \{'topology': 'edges:a b'\} and .* would write to one folder"
+    ):
+        grid_points({"steps": 4}, {"topology": ["edges:a b", "edges:a-b"]}, tmp_path)
     assert names[0].startswith("topology=edges-")
 
 

@@ -34,8 +34,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import InputError, absent_file, real_number
-from bounds.graph.names import WEIGHT_RULES, check_weight_rule
+from bounds._checks import InputError, real_number
+from bounds.graph.names import WEIGHT_RULES, check_topology_file, check_weight_rule
 
 __all__ = [
     "RULES",
@@ -277,8 +277,7 @@ def load_matrix(path: str | Path) -> Matrix:
     if not isinstance(path, str | Path):
         raise InputError(f"matrix file = {path!r} (expected a path: a str or pathlib.Path)")
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"matrix file {str(file)!r} {absent_file(file)} (expected .npy, .npz or text)")
+    check_topology_file(file, "matrix:")
     try:
         if file.suffix == ".npy":
             C = np.load(file, allow_pickle=False)

@@ -22,8 +22,8 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from bounds._checks import InputError, absent_file
-from bounds.graph.names import check_topology_name
+from bounds._checks import InputError
+from bounds.graph.names import check_topology_file, check_topology_name
 
 __all__ = [
     "TOPOLOGIES",
@@ -189,10 +189,7 @@ def _node_id(x: object) -> int | None:
 def _read_edges(file: Path) -> list[tuple[int, int]]:
     """The (u, v) pairs of an edge list file (see :func:`from_edge_list`); InputError naming the first bad
     line."""
-    if not file.is_file():
-        raise InputError(
-            f"edge list file {str(file)!r} {absent_file(file)} (expected a text file of 'u v' lines)"
-        )
+    check_topology_file(file, "edges:")
     try:
         lines = file.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
