@@ -111,6 +111,8 @@ def test_a_negative_number_is_a_value_that_the_validators_name(capsys, value: st
          "1", "--t-comm", "1e-300", "--budget-seconds", "1e308"],
         ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.5", "--t-comp",
          "1e-320", "--t-comm", "5e-324", "--budget-seconds", "200"],
+        ["optimize", "--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.5", "--t-comp",
+         "1e308", "--t-comm", "1e-308", "--budget-seconds", "1e308", "--max-tau1", "8", "--max-tau2", "8"],
         ["compare", "--L", "1", "--sigma2", "1", "--nodes", "10", "--eta", "1e308", "--tau1", "2", "--tau2",
          "2", "--T", "20", "--gap", "1", "--zeta", "1e-308"],
     ],

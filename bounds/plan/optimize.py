@@ -261,7 +261,7 @@ def optimize_dfl(
         "tau2": tau2.astype(int),
         "rounds": np.where(feasible, rounds, 0).astype(int),
         "steps": np.where(feasible, steps, 0).astype(int),
-        "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
+        "time": budget_time(feasible, rounds, cost.round_seconds(tau1, tau2)),
         "local_steps": np.where(feasible, rounds * tau1, 0).astype(int),
         "gossip_steps": np.where(feasible, rounds * tau2, 0).astype(int),
         "eta_max": eta_max,
@@ -340,6 +340,13 @@ def budget_grid(
             "1 local and 1 gossip step (expected a budget of at least one round)"
         )
     return tau1, tau2, rounds, feasible
+
+
+def budget_time(feasible: np.ndarray, rounds: np.ndarray, round_seconds: np.ndarray) -> np.ndarray:
+    """Seconds of the K rounds of each feasible cell, 0 elsewhere (where 0 rounds x an infinite round,
+    t_comp = 1e308, would be NaN)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(feasible, rounds * round_seconds, 0.0)
 
 
 def pick(grid: dict[str, np.ndarray], value: np.ndarray, runners_up: int) -> tuple[dict, list[dict]]:

@@ -20,7 +20,7 @@ from bounds._checks import InputError, real_array
 from bounds.cdfl.compression import Compressor, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.plan.cost import CostModel
-from bounds.plan.optimize import OptimizeResult, budget_grid, pick
+from bounds.plan.optimize import OptimizeResult, budget_grid, budget_time, pick
 
 __all__ = ["CDFL_BOUNDS", "default_candidates", "optimize_cdfl"]
 
@@ -127,7 +127,7 @@ def optimize_cdfl(
                 "tau1": tau1.astype(int),
                 "tau2": tau2.astype(int),
                 "rounds": np.where(feasible, rounds, 0).astype(int),
-                "time": np.where(feasible, rounds * cost.round_seconds(tau1, tau2), 0.0),
+                "time": budget_time(feasible, rounds, cost.round_seconds(tau1, tau2)),
                 # the schedule the bound is for: eta_0 = 4 / (mu a), a = a_repaired for the repaired bound
                 "eta_0": np.broadcast_to(
                     np.asarray(r.eta_0 if bound == "paper" else 4 / (mu * r.a_repaired)), shape
