@@ -212,7 +212,7 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from sim.grid import finished_summary, grid_points, load_grid, refuse_overwrite
+    from sim.grid import finished_summary, grid_points, load_grid, refuse_idle_fields, refuse_overwrite
 
     if not str(args.out).strip():  # grid_points would put the runs under the current folder
         raise InputError(f"--out = {args.out!r} is empty (expected the sweep's folder)")
@@ -226,8 +226,10 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     refuse_other_kind(Path(args.out), "sweep")  # a run's or plan's folder (their runs could not resume)
     points = grid_points(base, grid, args.out)
     done: dict[int, dict[str, Any]] = {}
-    for i, point in enumerate(points):
+    for point in points:
         point.config.validate()  # every point before the progress bar opens: a bad one is one line
+    refuse_idle_fields(points, args.grid)
+    for i, point in enumerate(points):
         if args.resume:
             summary = finished_summary(point.config)
             if summary is not None:

@@ -32,7 +32,9 @@ from bounds._checks import absent_file
 from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
 from sim.run_folder import run_record
 
-__all__ = ["GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_overwrite"]
+__all__ = [
+    "GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields", "refuse_overwrite",
+]  # fmt: skip
 
 _FIELDS = {f.name for f in fields(RunConfig)}
 _NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS)  # one per sweep (SHARED_FIELDS) or set by the sweep
@@ -141,6 +143,27 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
             raise InputError(f"sweep: {exc} (expected RunConfig fields)") from None
         points.append(GridPoint(values, config))
     return points
+
+
+def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
+    """InputError for a [grid] field whose values change nothing: ``alpha`` without partition 'dirichlet',
+    ``gamma`` without algorithm 'cdfl', ``tau2`` of 'sync' (:meth:`RunConfig.without_effect`). A field may
+    be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where,
+    among the points that share every other grid value, no two read it (a sweep of identical runs)."""
+    for name in points[0].values if points else ():
+        idle = [dict(p.config.without_effect([name])).get(name) for p in points]
+        if not any(idle):
+            continue
+        groups: dict[str, int] = {}
+        for point, why in zip(points, idle, strict=True):
+            others = repr(sorted((k, repr(v)) for k, v in point.values.items() if k != name))
+            groups[others] = groups.get(others, 0) + (why is None)
+        if max(groups.values()) < 2:
+            values = ", ".join(dict.fromkeys(repr(p.values[name]) for p in points))
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {name} = [{values}] changes nothing: "
+                f"{next(w for w in idle if w)} (expected a field these runs read)"
+            )
 
 
 FOLDER_NAME_LIMIT = 200

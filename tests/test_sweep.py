@@ -282,6 +282,15 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\nseed = [0, 0]\n", "[grid] seed lists one value twice (0; expected distinct values"),
         ("[grid]\neta = [1, 1.0]\n", "[grid] eta lists one value twice (1 and 1.0;"),
         ("", "has no [grid] entries (expected field = [value, ...] lines under [grid]"),
+        # identical runs under other names (a probe): a grid field the runs do not read
+        (
+            "[grid]\nalpha = [0.1, 10.0]\n",
+            "[grid] alpha = [0.1, 10.0] changes nothing: only partition 'dirichlet'",
+        ),
+        (
+            "algorithm = 'sync'\n[grid]\ntau2 = [1, 4]\n",
+            "tau2 = [1, 4] changes nothing: algorithm 'sync' fixes",
+        ),
         (
             "[grid]\ntopology = ['ring', 'matrix:/nonexistent/m.npy']\n",
             "matrix file '/nonexistent/m.npy' does not",
@@ -468,3 +477,15 @@ def test_lanes_are_cut_greedily_by_width_and_samples_per_call() -> None:
             lanes.append(SimpleNamespace(sampler=sampler, nodes=int(rng.integers(1, 30))))
         limit = int(rng.choice([50, 640, 8192]))
         assert _by_batch_width(lanes, limit) == reference(lanes, limit)
+
+
+def test_a_grid_field_idle_at_some_points_only_is_kept(tmp_path) -> None:
+    """alpha beside partition = ['shards', 'dirichlet'] is read by the dirichlet points: not refused; nor is
+    a one-value field that the runs read."""
+    from sim.grid import grid_points, refuse_idle_fields
+
+    mixed = grid_points({"steps": 4}, {"partition": ["shards", "dirichlet"], "alpha": [0.1, 10.0]}, tmp_path)
+    refuse_idle_fields(mixed, "grid.toml")
+    refuse_idle_fields(grid_points({"steps": 4}, {"tau2": [4]}, tmp_path), "grid.toml")
+    with pytest.raises(InputError, match=r"\[grid\] gamma = \[0.5\] changes nothing"):
+        refuse_idle_fields(grid_points({"steps": 4}, {"gamma": [0.5]}, tmp_path), "grid.toml")
