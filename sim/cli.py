@@ -224,6 +224,11 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not base.get("threads"):
         base["threads"] = automatic_threads()
     refuse_other_kind(Path(args.out), "sweep")  # a run's or plan's folder (their runs could not resume)
+    if args.resume and not (Path(args.out) / "sweep.json").is_file():  # (a sweep writes it before any run)
+        raise InputError(
+            f"resume: {str(args.out)!r} holds no sweep (no sweep.json; expected the --out of an interrupted "
+            "sweep; without --resume a new one starts)"
+        )
     points = grid_points(base, grid, args.out)
     done: dict[int, dict[str, Any]] = {}
     for point in points:

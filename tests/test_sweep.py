@@ -283,6 +283,7 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\neta = [1, 1.0]\n", "[grid] eta lists one value twice (1 and 1.0;"),
         ("", "has no [grid] entries (expected field = [value, ...] lines under [grid]"),
         # identical runs under other names (a probe): a grid field the runs do not read
+        ("[grid]\nseed = [0]\n", "resume: '{out}' holds no sweep (no sweep.json"),  # a typo of --out
         (
             "[grid]\nalpha = [0.1, 10.0]\n",
             "[grid] alpha = [0.1, 10.0] changes nothing: only partition 'dirichlet'",
@@ -299,9 +300,12 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
     grid = _grid(tmp_path, tiny, body)
-    assert main(["sweep", str(grid), "--out", str(tmp_path / "out")]) == 2
+    resume = ["--resume"] if fragment.startswith("resume:") else []
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "out"), *resume]) == 2
     err = capsys.readouterr().err.strip()
-    assert fragment in err and "\n" not in err and err.startswith("dfl-sim: error:")
+    assert (
+        fragment.format(out=tmp_path / "out") in err and "\n" not in err and err.startswith("dfl-sim: error:")
+    )
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
