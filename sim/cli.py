@@ -278,10 +278,13 @@ def _sweep_in(
             def progress(steps: int, _total: int) -> None:
                 bar.update(steps - bar.n)
 
+            def finished(i: int, summary: dict[str, Any]) -> None:  # in sweep.json as it ends (a Ctrl-C
+                done[todo[i]] = summary  # later loses nothing)
+                write_listing()
+
             bar.set_postfix_str(f"{len(todo)} runs stacked, {len(done)} already done")
             with checkpoint_on_interrupt():
-                summaries = run_sweep([points[i].config for i in todo], progress)
-        done |= dict(zip(todo, summaries, strict=True))
+                run_sweep([points[i].config for i in todo], progress, finished)
     return write_listing()
 
 

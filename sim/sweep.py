@@ -353,18 +353,21 @@ def build_engine(configs: Sequence[RunConfig], lock: bool = False) -> tuple[Swee
 
 
 def run_sweep(
-    configs: Sequence[RunConfig], progress: Callable[[int, int], None] | None = None
+    configs: Sequence[RunConfig],
+    progress: Callable[[int, int], None] | None = None,
+    on_finish: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
 
-    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps.
+    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps;
+    ``on_finish(i, summary)`` is called as run i ends (a caller's listing is then kept as the runs go).
     A config with ``resume`` continues from its folder's checkpoint. torch's threads and TF32 flags are the
     caller's again afterwards (:func:`sim.setup.kept_torch_settings`).
     """
     with kept_torch_settings():  # threads, TF32: as the caller had them, after the sweep
         engine, setups = build_engine(configs, lock=True)
         try:
-            return _run_engine(configs, engine, setups, progress)
+            return _run_engine(configs, engine, setups, progress, on_finish)
         finally:
             release_folders(c.out for c in configs)
 
@@ -374,9 +377,10 @@ def _run_engine(
     engine: SweepEngine,
     setups: list[Setup],
     progress: Callable[[int, int], None] | None,
+    on_finish: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The step loop of a sweep: every run's metrics, checkpoints and, as soon as it ends (its last step,
-    or diverged), its final files, as ``dfl-sim run`` writes them."""
+    or diverged), its final files, as ``dfl-sim run`` writes them, and ``on_finish`` told."""
     recorders = [
         RunRecorder(c, s, lane, Single()) for c, s, lane in zip(configs, setups, engine.lanes, strict=True)
     ]
@@ -386,6 +390,8 @@ def _run_engine(
         for i, r in enumerate(recorders):
             if r.finished and i not in summaries:
                 summaries[i] = r.finish()
+                if on_finish:
+                    on_finish(i, summaries[i])
 
     total = sum(c.steps for c in configs)
     try:

@@ -167,3 +167,22 @@ def test_a_plan_starts_a_simulation_again_whose_checkpoint_cannot_be_continued(
     assert "the simulation starts again from step 0" in err and "--allow-change" not in err  # not plan's flag
     a, b = (pd.read_csv(tmp_path / name / "simulations.csv") for name in ("unbroken", "broken"))
     pd.testing.assert_frame_equal(a, b, rtol=1e-6)
+
+
+def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkeypatch) -> None:
+    """sweep.json held only the grid values of a run that finished before the Ctrl-C (its summary came at
+    the sweep's end, or with --resume): it is now written as each run ends."""
+    import json
+
+    import sim.sweep
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'[base]\ndataset = "npz:{tiny}"\nmodel = "logreg"\nnodes = 6\n[grid]\nsteps = [4, 40]\n')
+    calls = iter(range(10**6))
+    monkeypatch.setattr(sim.sweep, "interrupt_requested", lambda: next(calls) >= 5)  # after step 6
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "s")]) == 130
+    listing = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert (
+        listing[0]["grid"] == {"steps": 4} and listing[0]["steps"] == 4 and "final_train_loss" in listing[0]
+    )
+    assert listing[1] == {"grid": {"steps": 40}}
