@@ -273,9 +273,13 @@ def _check_node_ids(path: Path, node: np.ndarray, samples: int) -> None:
             f"{path}: node has dtype {node.dtype} with values that are not whole numbers (expected integer "
             "node ids 0, 1, 2, ...)"
         )
-    if len(node) and (node.min() < 0 or node.max() >= len(node)):
-        bad = node.min() if node.min() < 0 else node.max()
-        raise DataError(f"{path}: node has an id {bad:g} (expected node ids 0 .. {len(node) - 1})")
+    if len(node) and node.min() < 0:  # (--nodes is not known here: the partition checks ids < nodes)
+        raise DataError(f"{path}: node has an id {node.min():g} < 0 (expected node ids 0 .. nodes - 1)")
+    if len(node) and node.max() >= len(node):
+        raise DataError(
+            f"{path}: node has an id {node.max():g}, more than its {len(node)} training samples can fill "
+            "(expected node ids 0 .. nodes - 1, each node with a sample)"
+        )
 
 
 def load_npz(path: Path) -> Dataset:
@@ -311,6 +315,13 @@ def load_npz(path: Path) -> Dataset:
         raise DataError(
             f"{path}: x_test has sample shape {arrays['x_test'].shape[1:]} but x_train "
             f"{arrays['x_train'].shape[1:]} (expected the same shape for both)"
+        )
+    unseen = np.setdiff1d(y_test, y_train)
+    if len(unseen):  # 1-based test labels grew the model by a class and scored accuracy 0, silently
+        shown = ", ".join(f"{v:g}" for v in unseen[:5]) + (", ..." if len(unseen) > 5 else "")
+        raise DataError(
+            f"{path}: y_test has {len(unseen)} label(s) that y_train never has ({shown}; expected the test "
+            "set's classes among the training set's, both labelled 0, 1, 2, ...)"
         )
     node = arrays.get("node")
     if node is not None:

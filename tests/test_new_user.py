@@ -54,7 +54,19 @@ BAD_DATA = {
     "a label of 10^9": ({"y_test": np.r_[np.zeros(19, int), 10**9]}, "y_test has a label 1e+09"),
     "a float label of 1e20": ({"y_train": np.r_[np.zeros(59), 1e20]}, "y_train has a label 1e+20"),
     "NaN node ids": ({"node": np.r_[np.zeros(59), np.nan]}, "node has dtype float64 with values"),
-    "negative node ids": ({"node": np.r_[np.zeros(59, int), -3]}, "node has an id -3"),
+    "negative node ids": (
+        {"node": np.r_[np.zeros(59, int), -3]},
+        "node has an id -3 < 0 (expected node ids 0 ..",
+    ),
+    "node ids beyond the samples": (
+        {"node": np.r_[np.zeros(59, int), 60]},
+        "an id 60, more than its 60 training",
+    ),
+    # 1-based test labels: the model grew a class and scored test accuracy 0 (a probe)
+    "test labels unseen in training": (
+        {"y_test": np.full(20, 5)},
+        "y_test has 1 label(s) that y_train never has (5;",
+    ),
 }
 
 
