@@ -326,7 +326,6 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     saved = state.get("config")
     if saved is None:
         return  # written before fingerprints existed: nothing to compare
-    _check_steps(config, saved, int(state["t"]))
     # a checkpoint from before eval_samples (log_every) was in the fingerprint: the run's config.json says it
     record = run_record(checkpoint.parent)
     saved = {**{k: record[k] for k in ("eval_samples", "log_every") if k in record}, **saved}
@@ -342,6 +341,7 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
             f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})",
             pairs,
         )
+    _check_steps(config, saved, int(state["t"]))  # after the fields: every differing one named at once
     digests = digests or {}
     why = {
         "mixing_digest": "build another mixing matrix C than the checkpoint's (an edited edges:/matrix: "

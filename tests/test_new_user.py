@@ -464,3 +464,18 @@ def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypa
     err = capsys.readouterr().err
     assert "No space left on device (writing its step 0 row; the rows before it" in err, err
     assert str(tmp_path / "run" / "metrics.csv") in err
+
+
+def test_resume_names_every_differing_field_before_the_steps(capsys, tiny, tmp_path) -> None:
+    """A resume with fewer --steps and another eta and model said only 'steps = 4 but the checkpoint is at
+    step 8'; fixed, it then named the rest: the fields are named first, all at once."""
+    out = tmp_path / "run"
+    assert sim_main(_base(tiny, out)) == 0
+    capsys.readouterr()
+    argv = [*_base(tiny, out), "--resume", "--steps", "4", "--eta", "0.2", "--batch-size", "4"]
+    err = _one_line_error(capsys, argv)
+    assert "eta = 0.1 -> 0.2" in err and "batch_size = 8 -> 4" in err and "steps" not in err.split("(")[0], (
+        err
+    )
+    err = _one_line_error(capsys, [*_base(tiny, out), "--resume", "--steps", "4"])
+    assert "resume: steps = 4 but the checkpoint is at step 8" in err
