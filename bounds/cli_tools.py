@@ -97,5 +97,9 @@ def writable_folder(path: str | Path, what: str) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise InputError(f"{what} = {str(path)!r} is not a writable folder ({exc.strerror or exc})") from None
+        near = folder  # as dfl-sim run words it: the file in the way, named
+        while not near.exists() and near != near.parent:
+            near = near.parent
+        why = f"a file is in the way: {str(near)!r}" if near.is_file() else exc.strerror or str(exc)
+        raise InputError(f"{what} = {str(path)!r} is not a writable folder ({why})") from None
     return folder

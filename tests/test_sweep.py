@@ -493,3 +493,15 @@ def test_a_grid_field_idle_at_some_points_only_is_kept(tmp_path) -> None:
     refuse_idle_fields(grid_points({"steps": 4}, {"tau2": [4]}, tmp_path), "grid.toml")
     with pytest.raises(InputError, match=r"\[grid\] gamma = \[0.5\] changes nothing"):
         refuse_idle_fields(grid_points({"steps": 4}, {"gamma": [0.5]}, tmp_path), "grid.toml")
+
+
+def test_a_sweep_out_that_is_a_file_names_it(tiny, tmp_path, capsys) -> None:
+    """sweep --out FILE said '(File exists)', where run says '(a file is in the way: FILE)'."""
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0]\n")
+    (tmp_path / "afile").write_text("")
+    for out in ("afile", "afile/sub"):
+        assert main(["sweep", str(grid), "--out", str(tmp_path / out)]) == 2
+        assert (
+            f"is not a writable folder (a file is in the way: '{tmp_path / 'afile'}')"
+            in capsys.readouterr().err
+        )
