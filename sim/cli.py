@@ -243,16 +243,20 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 point.config.resume = True
             else:
                 refuse_overwrite(point.config)
+    from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)
+
+    todo = [point.config for i, point in enumerate(points) if i not in done]
+    setups = check_sweep(todo) if todo else None  # the data, topologies, checkpoints: before any folder
     out = writable_folder(args.out, "out")
     lock_folders([out])  # one sweep at a time in a folder (each run also locks its own)
     try:
-        return _sweep_in(out, points, done, args.json)
+        return _sweep_in(out, points, done, args.json, setups)
     finally:
         release_folders([out])
 
 
 def _sweep_in(
-    out: Path, points: list[GridPoint], done: dict[int, dict[str, Any]], quiet: bool
+    out: Path, points: list[GridPoint], done: dict[int, dict[str, Any]], quiet: bool, setups: list | None
 ) -> list[dict[str, Any]]:
     """:func:`_cmd_sweep` in its locked folder: sweep.json first lists the grid (the folder is a sweep's from
     its start), then every run's grid values and summary."""
@@ -284,7 +288,7 @@ def _sweep_in(
 
             bar.set_postfix_str(f"{len(todo)} runs stacked, {len(done)} already done")
             with checkpoint_on_interrupt():
-                run_sweep([points[i].config for i in todo], progress, finished)
+                run_sweep([points[i].config for i in todo], progress, finished, setups)
     return write_listing()
 
 

@@ -264,11 +264,7 @@ def prepare_outs(
     (reading only), then every folder created, checked writable and locked, then the fresh runs' old files
     removed. A refused run leaves no other run's folder emptied, nor made (short of a folder that fails
     only its probe file)."""
-    for config, digest in zip(configs, digests or [None] * len(configs), strict=True):
-        _creatable(Path(config.out))  # first: a sweep's folder given to --resume was told to run without it
-        if config.resume:
-            check_resumable(config, Path(config.out) / "checkpoint.pt", digest)
-            check_metrics_file(Path(config.out) / "metrics.csv")
+    check_outs(configs, digests)
     outs = [writable_folder(config.out, "out") for config in configs]
     if lock:
         lock_folders(outs)
@@ -282,6 +278,16 @@ def prepare_outs(
             release_folders(outs)
         raise
     return outs
+
+
+def check_outs(configs: Sequence[RunConfig], digests: Sequence[dict[str, str] | None] | None = None) -> None:
+    """What :func:`prepare_outs` checks before it makes anything, reading only: every run folder's place,
+    and the resumed runs' checkpoints and metrics."""
+    for config, digest in zip(configs, digests or [None] * len(configs), strict=True):
+        _creatable(Path(config.out))  # first: a sweep's folder given to --resume was told to run without it
+        if config.resume:
+            check_resumable(config, Path(config.out) / "checkpoint.pt", digest)
+            check_metrics_file(Path(config.out) / "metrics.csv")
 
 
 def _creatable(out: Path) -> None:

@@ -45,7 +45,7 @@ from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mix
 from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
 from sim.run_folder import release_folders
-from sim.setup import Setup, build_trainer, kept_torch_settings, prepare, prepare_outs
+from sim.setup import Setup, build_trainer, check_outs, kept_torch_settings, prepare, prepare_outs
 from sim.trainer import Trainer
 
 __all__ = ["SHARED_FIELDS", "Lane", "SweepEngine", "build_engine", "run_sweep", "sweep_groups"]
@@ -327,10 +327,10 @@ def check_compatible(configs: Sequence[RunConfig]) -> None:
         raise InputError(f"sweep: two runs write to the same folder {same!r} (expected one folder per run)")
 
 
-def build_engine(configs: Sequence[RunConfig], lock: bool = False) -> tuple[SweepEngine, list[Setup]]:
-    """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
-    holding configs[r] at its first step; with ``lock``, the run folders locked (the caller gives them
-    back, as :func:`run_sweep` does)."""
+def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:
+    """Every config validated and prepared (the data set loaded once), and every run folder's place,
+    checkpoint and metrics checked: reading only, nothing made (a caller makes its own folder after it, as
+    ``dfl-sim sweep`` does; a refused sweep used to leave that folder with a new sweep.json)."""
     check_compatible(configs)
     for c in configs:
         c.validate()
@@ -339,6 +339,21 @@ def build_engine(configs: Sequence[RunConfig], lock: bool = False) -> tuple[Swee
         torch.set_num_threads(first.threads)
     data = load_dataset(first.dataset, first.data_dir)
     setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
+    check_outs(configs, [s.digests for s in setups])
+    return setups
+
+
+def build_engine(
+    configs: Sequence[RunConfig], lock: bool = False, setups: list[Setup] | None = None
+) -> tuple[SweepEngine, list[Setup]]:
+    """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
+    holding configs[r] at its first step; with ``lock``, the run folders locked (the caller gives them
+    back, as :func:`run_sweep` does). ``setups``: :func:`check_sweep`'s, where the caller has checked."""
+    if setups is None:
+        setups = check_sweep(configs)
+    if configs[0].threads:
+        torch.set_num_threads(configs[0].threads)
+    data = setups[0].data
     for setup, out in zip(setups, prepare_outs(configs, [s.digests for s in setups], lock), strict=True):
         setup.out = out
     try:  # the folders are locked now: a failure gives them back
@@ -356,8 +371,10 @@ def run_sweep(
     configs: Sequence[RunConfig],
     progress: Callable[[int, int], None] | None = None,
     on_finish: Callable[[int, dict[str, Any]], None] | None = None,
+    setups: list[Setup] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
+    ``setups``: :func:`check_sweep`'s (else it runs here).
 
     Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps;
     ``on_finish(i, summary)`` is called as run i ends (a caller's listing is then kept as the runs go).
@@ -365,7 +382,7 @@ def run_sweep(
     caller's again afterwards (:func:`sim.setup.kept_torch_settings`).
     """
     with kept_torch_settings():  # threads, TF32: as the caller had them, after the sweep
-        engine, setups = build_engine(configs, lock=True)
+        engine, setups = build_engine(configs, lock=True, setups=setups)
         try:
             return _run_engine(configs, engine, setups, progress, on_finish)
         finally:

@@ -284,6 +284,13 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("", "has no [grid] entries (expected field = [value, ...] lines under [grid]"),
         # identical runs under other names (a probe): a grid field the runs do not read
         ("[grid]\nseed = [0]\n", "resume: '{out}' holds no sweep (no sweep.json"),  # a typo of --out
+        # refused when the engine was built, after the sweep's folder and sweep.json were made (a probe)
+        (
+            "algorithm = 'cdfl'\ncompressor = 'top_k'\n[grid]\ncompressor_param = [3, 99999]\n",
+            "k = 99999 exceeds",
+        ),
+        ("[grid]\ntopology = ['ring', 'hypercube']\n", "hypercube"),
+        ("backend = 'distributed'\n[grid]\nseed = [0, 1]\n", "backend = 'distributed' (expected local"),
         (
             "[grid]\nalpha = [0.1, 10.0]\n",
             "[grid] alpha = [0.1, 10.0] changes nothing: only partition 'dirichlet'",
@@ -505,3 +512,15 @@ def test_a_sweep_out_that_is_a_file_names_it(tiny, tmp_path, capsys) -> None:
             f"is not a writable folder (a file is in the way: '{tmp_path / 'afile'}')"
             in capsys.readouterr().err
         )
+
+
+def test_a_refused_resume_keeps_the_sweep_listing(tiny, tmp_path, capsys) -> None:
+    """A --resume whose edited grid was refused when the engine was built had already rewritten sweep.json:
+    the finished runs' summaries were gone from it."""
+    out = tmp_path / "out"
+    assert main(["sweep", str(_grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")), "--out", str(out)]) == 0
+    listing = (out / "sweep.json").read_text()
+    edited = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\ntopology = ['ring', 'hypercube']\n")
+    capsys.readouterr()
+    assert main(["sweep", str(edited), "--out", str(out), "--resume"]) == 2
+    assert "hypercube" in capsys.readouterr().err and (out / "sweep.json").read_text() == listing
