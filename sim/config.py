@@ -189,6 +189,8 @@ class RunConfig:
             raise InputError(f"model = {self.model!r} is unknown (expected one of: {', '.join(MODELS)})")
         if self.dataset not in ("mnist", "cifar10") and not self.dataset.startswith("npz:"):
             raise InputError(f"dataset = {self.dataset!r} is unknown (expected mnist, cifar10 or npz:PATH)")
+        if self.dataset.startswith("npz:") and not self.dataset.removeprefix("npz:").strip():
+            raise InputError(f"dataset = {self.dataset!r} names no file (expected npz:PATH)")
         if self.partition not in PARTITIONS:
             raise InputError(
                 f"partition = {self.partition!r} is unknown (expected one of: {', '.join(PARTITIONS)})"

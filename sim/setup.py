@@ -91,6 +91,9 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
     """The mean of the node models in a --save-params npz (u, the model a run's final metrics report) as a
     row of X; InputError for a file that is missing, no npz, of another model, empty or not finite."""
     expected = "expected an npz from --save-params"
+    if path.is_dir():  # a run's folder: its params.npz is meant
+        hint = f"; {str(path / 'params.npz')!r}?" if (path / "params.npz").is_file() else ""
+        raise InputError(f"init params file {str(path)!r} is a folder ({expected}{hint})")
     if not path.is_file():
         raise InputError(f"init params file {str(path)!r} does not exist ({expected})")
     try:
@@ -100,10 +103,23 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
     if not hasattr(f, "files"):
         raise InputError(f"init params file {str(path)!r} holds one array ({expected})")
     with f:
+        missing = [n for n in stack.names if n not in f.files]
+        if missing:
+            raise InputError(
+                f"init params file {str(path)!r} does not match model {model!r} (it lacks "
+                f"{', '.join(missing)}; it holds {', '.join(f.files) or 'nothing'})"
+            )
+        for name, shape in zip(stack.names, stack.shapes, strict=True):
+            if tuple(shape) not in (tuple(f[name].shape[1:]), tuple(f[name].shape)):  # nodes x shape, or one
+                raise InputError(
+                    f"init params file {str(path)!r} does not match model {model!r} ({name} has shape "
+                    f"{tuple(f[name].shape)}, expected (nodes, {', '.join(map(str, shape))}): another model "
+                    "or data set)"
+                )
         try:
             saved = [torch.as_tensor(f[n]).double().reshape(-1, *s) for n, s in zip(stack.names, stack.shapes,
                                                                                   strict=True)]  # fmt: skip
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        except (RuntimeError, ValueError, TypeError) as exc:
             raise InputError(
                 f"init params file {str(path)!r} does not match model {model!r} ({exc})"
             ) from None

@@ -96,6 +96,15 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         (["--latency", "-1", "--bandwidth", "5"], "latency = -1.0 is out of range"),
         (["--latency", "0.1", "--bandwidth", "-5"], "bandwidth = -5.0 is out of range"),
         (["--init-params", str(text)], "is not an npz"),
+        (
+            ["--init-params", str(tmp_path)],
+            "is a folder (expected an npz from --save-params",
+        ),  # said "does not exist"
+        (
+            ["--dataset", "npz:"],
+            "dataset = 'npz:' names no file (expected npz:PATH)",
+        ),  # said "'.' is a folder"
+        (["--topology", "edges:"], "topology = 'edges:' names no file (expected edges:PATH)"),
         (["--topology", f"edges:{disconnected}", "--weights", "metropolis"], "disconnected"),
         (["--allow-change", "model"], "allow_change names 'model'"),
         (["--threads", "-2"], "threads = -2 is out of range"),

@@ -325,6 +325,8 @@ def test_init_params_start_from_the_average_of_the_saved_node_models(tiny, tmp_p
         (lambda a: np.full_like(a, np.nan), "holds values that are not finite in float32"),
         (lambda a: np.full(a.shape, 1e300), "holds values that are not finite in float32"),  # inf in float32
         (lambda a: a[:0], "holds no node models"),
+        # another model's parameters: torch's "shape '[-1, 3, 5]' is invalid for input of size 60"
+        (lambda a: a.reshape(len(a), -1)[:, :5], r"linear.weight has shape \(6, 5\), expected \(nodes, 3, 8"),
     ],
 )
 def test_init_params_that_are_not_finite_or_empty_are_refused(tiny, tmp_path, change, fragment) -> None:

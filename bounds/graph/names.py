@@ -48,6 +48,8 @@ def check_topology_argument(name: str, rule: str) -> None:
 def check_topology_file(path: Path, prefix: str) -> None:
     """Raise InputError unless ``path``, given as ``PREFIX:PATH``, is a file (a sweep checks every point's
     before its folder is made)."""
+    if str(path) == ".":  # 'matrix:' (Path('') is the current folder): it said "'.' is a folder"
+        raise InputError(f"topology = {prefix!r} names no file (expected {prefix}PATH)")
     if not path.is_file():
         what, expected = TOPOLOGY_FILES[prefix]
         raise InputError(f"{what} {str(path)!r} {absent_file(path)} ({expected})")
