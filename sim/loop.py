@@ -34,7 +34,7 @@ from sim.algorithms import (
 from sim.config import RunConfig, fingerprint
 from sim.engine import BatchSampler
 from sim.errors import RunInterrupted, SimulationError
-from sim.evaluation import Evaluator
+from sim.evaluation import Evaluator, consensus_distance
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.interrupt import interrupt_requested
 from sim.run_folder import COLUMNS, run_record
@@ -301,7 +301,7 @@ class RunRecorder:
         summary = {
             "final_train_loss": final_loss,
             "final_test_accuracy": final_acc,
-            "final_consensus": float(((X - u) ** 2).sum() / config.nodes),
+            "final_consensus": consensus_distance(X),
             "steps": self.state.t,
             "wall_seconds": self.counters["wall_time"],
             "out_dir": str(s.out),
