@@ -23,7 +23,7 @@ from types import FrameType
 from tqdm import tqdm
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, pipe_safe, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, pipe_safe, writable_folder
 from paper_checks.parallel import available_cores
 from sim.config import check_device
 from sim.host import retain_freed_memory
@@ -152,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         total = round(guess.seconds)
     # nothing left to wait for (every check cached or instant): no bar, which would end at 0/0 s
     quiet = args.json or total == 0
-    bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=quiet, bar_format=shape)
+    bar = tqdm(total=total, desc="dfl-check", file=sys.stderr, disable=quiet, bar_format=shape,
+               mininterval=bar_interval())  # fmt: skip
 
     finished: list[dict] = []
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, key_value_table, pipe_safe, writable_folder
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
@@ -199,7 +199,8 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
     def progress(done: int, total: int, label: str) -> None:
         if not bar:
-            bar.append(tqdm(total=total, desc="dfl-sim plan", unit="run", file=sys.stderr, disable=args.json))
+            bar.append(tqdm(total=total, desc="dfl-sim plan", unit="run", file=sys.stderr, disable=args.json,
+                            mininterval=bar_interval()))  # fmt: skip
         bar[0].set_postfix_str(label)
         bar[0].update(1)
 
@@ -277,7 +278,8 @@ def _sweep_in(
 
     if todo:
         total = sum(points[i].config.steps for i in todo)
-        with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=quiet) as bar:
+        with tqdm(total=total, desc="dfl-sim sweep", unit="step", file=sys.stderr, disable=quiet,
+                  mininterval=bar_interval()) as bar:  # fmt: skip
 
             def progress(steps: int, _total: int) -> None:
                 bar.update(steps - bar.n)
@@ -324,7 +326,9 @@ def _cmd_versus(args: argparse.Namespace) -> dict[str, Any]:
 
 def _parser() -> OneLineParser:
     parser = OneLineParser(
-        prog="dfl-sim", description="Decentralized FL simulator (vectorised across nodes)."
+        prog="dfl-sim",
+        description="Decentralized FL simulator (vectorised across nodes). With no command (or only run "
+        "flags) it is `dfl-sim run`: the default run, into runs/latest, which a fresh run replaces.",
     )
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run one experiment (no flags: quick paper MNIST ring run)")

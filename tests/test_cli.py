@@ -454,3 +454,21 @@ def test_a_step_count_beyond_2_53_is_refused_exactly_and_huge_values_read_short(
     with pytest.raises(SystemExit) as stop:
         main([*base, "--T", "abc"])
     assert stop.value.code == 2 and "argument --T: invalid number value: 'abc'" in capsys.readouterr().err
+
+
+def test_progress_bars_write_a_line_every_10_s_off_a_terminal(monkeypatch) -> None:
+    """tqdm's default 0.1 s wrote 118 lines of a 37 s sweep into a log file; dfl-sim run writes one every
+    10 s there, and so do the bars of sweep, plan and dfl-check now."""
+    import io
+
+    from bounds.cli_tools import LOG_LINE_SECONDS, bar_interval
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert bar_interval() == LOG_LINE_SECONDS == 10.0
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert bar_interval() == 0.1
