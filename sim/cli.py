@@ -106,17 +106,21 @@ PLAN_RESULTS = (
 )
 
 
-def _add_config_flags(p: argparse.ArgumentParser, leave_out: Sequence[str] = ()) -> None:
+def _add_config_flags(
+    p: argparse.ArgumentParser, leave_out: Sequence[str] = (), helps: dict[str, str] | None = None
+) -> None:
+    """A flag per RunConfig field but ``leave_out``; ``helps`` replaces help texts for this command."""
+    helps = {**_HELP, **(helps or {})}
     for f in fields(RunConfig):
         if f.name in leave_out:
             continue
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true", default=None, help=_HELP[f.name])
+            p.add_argument(flag, action="store_true", default=None, help=helps[f.name])
             continue
         base = str(f.type).split(" | ")[0]  # annotations are strings: "int", "float | None", ...
         kind = {"int": int, "float": float}.get(base, str)
-        p.add_argument(flag, type=kind, default=None, help=_HELP[f.name])
+        p.add_argument(flag, type=kind, default=None, help=helps[f.name])
 
 
 def _config(args: argparse.Namespace, chosen_by_command: Sequence[str] = ()) -> RunConfig:
@@ -183,8 +187,14 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
     from sim.plan import PlanSettings, plan
 
-    own = ("mu",) if args.algorithm == "cdfl" else ()  # mu: the C-DFL plan's own --mu
-    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, *own))
+    # mu: the C-DFL plan's own --mu (a DFL plan's settings refuse it as that, not as lr_schedule's)
+    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, "mu"))
+    if args.config:  # a file's tau1 = 8 was dropped without a word
+        given, default = config_file_values(args.config), RunConfig()
+        chosen = [k for k in (*PLAN_CHOOSES, *PLAN_IGNORES) if k in given and given[k] != getattr(default, k)]
+        if chosen:
+            print(f"dfl-sim: note: plan: {', '.join(chosen)} of {args.config} are the plan's to set (each "
+                  "simulation has its own): not used", file=sys.stderr)  # fmt: skip
     if args.out is None:
         config.out = "runs/plan"
     if config.threads == 0:
@@ -340,7 +350,9 @@ def _parser() -> OneLineParser:
         "plan", help="rank (tau1, tau2, eta) by the bound under a budget, then train to check"
     )
     pl.add_argument("--config", help=CONFIG_HELP)
-    _add_config_flags(pl, leave_out=(*PLAN_CHOOSES, *PLAN_IGNORES, "out"))
+    plan_helps = {"algorithm": "dfl (default) or cdfl: the algorithms a bound ranks",
+                  "mu": "strong convexity mu: Lemma 13's, for --algorithm cdfl"}  # fmt: skip
+    _add_config_flags(pl, leave_out=(*PLAN_CHOOSES, *PLAN_IGNORES, "out"), helps=plan_helps)
     pl.add_argument("--out", help="the plan's folder (default runs/plan): ranking, simulations, figures")
     pl.add_argument("--eta", type=float, help="a fixed learning rate: only (tau1, tau2) are ranked (default: "
                     "the bound's best eta for each cell)")  # fmt: skip

@@ -562,9 +562,13 @@ def _check_same_problem(out: Path, saved: dict[str, Any], problem: dict[str, Any
         before = saved.get(section, {})
         for name, value in values.items():
             if before.get(name) != value:
+                shown = [
+                    "estimated" if v is None and section == "estimation" else repr(v)
+                    for v in (before.get(name), value)
+                ]  # (L = None there meant: estimated at the initial model)
                 raise InputError(
-                    f"{out} holds a plan of another problem: {name} = {before.get(name)!r} there, "
-                    f"{value!r} now (expected the same {name} to resume it, or another --out)"
+                    f"{out} holds a plan of another problem: {name} = {shown[0]} there, {shown[1]} now "
+                    f"(expected the same {name} to resume it, or another --out)"
                 )
 
 

@@ -65,6 +65,8 @@ def test_plan_resumes_without_rerunning_and_refuses_other_settings(tiny, tmp_pat
         plan(_config(tiny, tmp_path, nodes=6), SETTINGS)
     with pytest.raises(InputError, match="another problem: hessian_iters = 5 there, 6 now"):
         plan(config, PlanSettings(**{**SETTINGS.__dict__, "hessian_iters": 6}))
+    with pytest.raises(InputError, match=r"another problem: L = estimated there, 2\.0 now"):  # said L = None
+        plan(config, PlanSettings(**{**SETTINGS.__dict__, "L": 2.0}))
 
 
 def test_another_budget_in_the_same_folder_reuses_the_constants_and_the_same_simulations(
@@ -161,6 +163,11 @@ def test_verdict_can_hold_fail_and_be_undecided() -> None:
         (["--budget-seconds", "10", "--top", "0"], "top = 0"),
         (["--budget-seconds", "10", "--bound", "best"], "bound = 'best'"),
         (["--budget-seconds", "10", "--L", "0"], "L = 0"),
+        # it named lr_schedule, which plan has no flag for
+        (
+            ["--budget-seconds", "10", "--mu", "0.1"],
+            "mu = 0.1 has no effect on a dfl plan: it is a C-DFL plan's",
+        ),
     ],
 )
 def test_cli_rejects_bad_plans(flags, message, tiny, tmp_path, capsys) -> None:
@@ -177,6 +184,26 @@ def test_cli_rejects_bad_plans(flags, message, tiny, tmp_path, capsys) -> None:
     ]
     assert main([*argv, *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_plan_says_which_config_file_fields_it_sets_itself(tiny, tmp_path, capsys) -> None:
+    """A --config file's tau1 = 8 and steps were dropped without a word (the plan sets them itself)."""
+    config = tmp_path / "c.toml"
+    config.write_text(f'dataset = "npz:{tiny}"\nmodel = "logreg"\nnodes = 4\ntau1 = 8\nsteps = 50\n')
+    argv = [
+        "plan",
+        "--config",
+        str(config),
+        "--budget-seconds",
+        "10",
+        "--top",
+        "0",
+        "--out",
+        str(tmp_path / "p"),
+    ]
+    assert main(argv) == 2  # (top = 0: refused after the note, before any work)
+    err = capsys.readouterr().err
+    assert "note: plan: tau1, steps of " in err and "are the plan's to set" in err
 
 
 def test_cli_plan_json(tiny, tmp_path, capsys) -> None:
