@@ -4,13 +4,15 @@ Each run's legend label is its folder (with as many parent folders as it takes t
 and up to MAX_SETTINGS settings of its ``config.json`` that differ between the runs. A folder without a
 usable ``metrics.csv`` (missing, unreadable, without the needed columns, or with no rows; a sweep's or
 plan's folder, named as such), a folder given twice and an unwritable output are one-line errors (exit
-2). ``--out`` naming a folder puts ``curves.png`` and ``curves.pdf`` in it.
+2). ``--out`` naming a folder puts ``curves.png`` and ``curves.pdf`` in it; without ``--out`` they go into
+the run's folder, or, for several runs, the folder that holds them all (a sweep's).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +83,12 @@ def _check_run_folder(folder: Path) -> None:
     if not folder.exists():
         raise InputError(f"run folder {str(folder)!r} does not exist (expected a dfl-sim run folder)")
     if not folder.is_dir():
+        for kind, runs in (("sweep", f"{folder.parent}/*/"), ("plan", f"{folder.parent}/runs/*/")):
+            if (folder.parent / f"{kind}.json").is_file():  # dfl-plot runs/grid/* took in sweep.json
+                raise InputError(
+                    f"{str(folder)!r} is a file of a dfl-sim {kind} folder (expected run folders: dfl-plot "
+                    f"{runs})"
+                )
         raise InputError(
             f"{str(folder)!r} is a file (expected a dfl-sim run folder, such as {str(folder.parent)!r})"
         )
@@ -137,6 +145,17 @@ def _short(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def _default_target(folders: list[Path]) -> Path:
+    """Where the figure goes without --out: one run's folder, or the folder that holds all the runs (a
+    sweep's: a comparison of its runs went into the first run's folder, which its own figure replaced)."""
+    if len(folders) == 1:
+        return folders[0] / "curves"
+    try:
+        return Path(os.path.commonpath([str(f) for f in folders])) / "curves"
+    except ValueError:  # relative and absolute paths together
+        return Path(os.path.commonpath([str(f.resolve()) for f in folders])) / "curves"
+
+
 @pipe_safe
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
@@ -152,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         note = lambda line: print(f"dfl-plot: {line}", file=sys.stderr)  # noqa: E731
         frames = dict(zip(labels(folders), (read_metrics(f, args.x, note) for f in folders), strict=True))
-        target = Path(args.out) if args.out else folders[0] / "curves"
+        target = Path(args.out) if args.out else _default_target(folders)
         if target.is_dir() or (args.out or "").endswith("/"):  # a folder: the figure goes into it
             target = target / "curves"
         try:

@@ -188,6 +188,11 @@ def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) ->
         ([str(plan)], f"dfl-plot {plan}/runs/*/"),
         ([str(runs[0] / "metrics.csv")], "is a file (expected a dfl-sim run folder"),
         ([str(tmp_path / "nope")], "run folder"),
+        # dfl-plot runs/grid/* took in sweep.json, and its hint named the sweep's folder, refused as such
+        (
+            [str(runs[0]), str(sweep / "sweep.json")],
+            f"is a file of a dfl-sim sweep folder (expected run folders: dfl-plot {sweep}/*/)",
+        ),
     )
     for argv, fragment in cases:
         assert main(argv) == 2
@@ -195,6 +200,8 @@ def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) ->
     (tmp_path / "figs").mkdir()
     assert main([str(runs[0]), "--out", str(tmp_path / "figs")]) == 0  # a folder: the figure goes into it
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
+    assert main([str(r) for r in runs]) == 0  # several runs: into the folder that holds them, not r0's
+    assert (tmp_path / "curves.png").is_file() and not (runs[0] / "curves.png").exists()
 
 
 def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() -> None:
