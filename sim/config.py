@@ -130,6 +130,11 @@ class RunConfig:
             value = getattr(self, name)
             if not value > 0:
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
+        if float(np.float32(self.eta)) == 0.0:  # eta = 1e-46 trained nothing, in silence
+            raise InputError(
+                f"eta = {self.eta!r} is 0 in float32, the precision the models train in (expected eta >= "
+                f"{float(np.finfo(np.float32).smallest_subnormal):.3g})"
+            )
         if not 0 < self.gamma <= 1:
             raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")
         if self.latency is not None and self.latency < 0:

@@ -101,6 +101,10 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
             "is a folder (expected an npz from --save-params",
         ),  # said "does not exist"
         (
+            ["--eta", "1e-46"],
+            "eta = 1e-46 is 0 in float32, the precision the models train in",
+        ),  # trained nothing
+        (
             ["--dataset", "npz:"],
             "dataset = 'npz:' names no file (expected npz:PATH)",
         ),  # said "'.' is a folder"
