@@ -86,6 +86,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         write(tmp)
         _fsync(tmp)
         os.replace(tmp, path)
+    except OSError as exc:  # named by the file meant, not by its temporary twin (a folder in the way, say)
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -371,10 +374,16 @@ class RunRecorder:
                                  self.s.digests)  # fmt: skip
             except (OSError, RuntimeError) as exc:  # torch.save reports a full disk as a RuntimeError
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+                if not isinstance(exc, OSError) or exc.errno == errno.ENOSPC:
+                    why += "; no space left on the device?"
+                kept = (
+                    "the previous checkpoint is kept: the same command with --resume continues from it once "
+                    "the cause is mended"
+                    if self.checkpoint.is_file()
+                    else "no earlier checkpoint to continue from"  # (a folder named checkpoint.pt, say)
+                )
                 raise SimulationError(
-                    f"cannot write the checkpoint {self.checkpoint} at step {state.t} ({why}; no space left "
-                    "on the device?); the previous checkpoint is kept: the same command with --resume "
-                    "continues from it once there is room"
+                    f"cannot write the checkpoint {self.checkpoint} at step {state.t} ({why}); {kept}"
                 ) from None
         self._last_save = time.perf_counter()
 

@@ -370,3 +370,17 @@ def test_atomic_write_flushes_the_file_before_the_rename_and_the_folder_after(tm
     sim.loop.atomic_write(tmp_path / "a.json", lambda p: p.write_text("{}"))
     assert events == ["fsync file", "rename", "fsync folder"]
     assert (tmp_path / "a.json").read_text() == "{}" and not (tmp_path / "a.json.tmp").exists()
+
+
+def test_a_folder_in_the_way_of_a_checkpoint_or_summary_is_named(tiny, tmp_path, capsys) -> None:
+    """A folder named checkpoint.pt got 'no space left on the device?' and a --resume from a checkpoint that
+    did not exist; one named summary.json was reported by its temporary twin, summary.json.tmp."""
+    (tmp_path / "a" / "checkpoint.pt").mkdir(parents=True)
+    assert sim_main(_argv(tiny, tmp_path / "a", "--steps", "12")) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write the checkpoint {tmp_path / 'a' / 'checkpoint.pt'} at step 4 (Is a directory)" in err
+    assert "no earlier checkpoint to continue from" in err and "no space" not in err and "--resume" not in err
+    (tmp_path / "b" / "summary.json").mkdir(parents=True)
+    assert sim_main(_argv(tiny, tmp_path / "b", "--steps", "12", "--checkpoint-every", "1000")) == 1
+    err = capsys.readouterr().err
+    assert err.strip().endswith(f"Is a directory: {tmp_path / 'b' / 'summary.json'}"), err
