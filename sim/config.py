@@ -130,10 +130,13 @@ class RunConfig:
             value = getattr(self, name)
             if not value > 0:
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
-        if float(np.float32(self.eta)) == 0.0:  # eta = 1e-46 trained nothing, in silence
+        with np.errstate(over="ignore"):
+            eta32 = float(np.float32(self.eta))
+        if eta32 == 0.0 or math.isinf(eta32):  # eta = 1e-46 trained nothing, in silence
+            tiny32, huge32 = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
             raise InputError(
-                f"eta = {self.eta!r} is 0 in float32, the precision the models train in (expected eta >= "
-                f"{float(np.finfo(np.float32).smallest_subnormal):.3g})"
+                f"eta = {self.eta!r} is {eta32:g} in float32, the precision the models train in (expected "
+                f"{float(tiny32):.3g} <= eta <= {float(huge32):.3g})"
             )
         if not 0 < self.gamma <= 1:
             raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")

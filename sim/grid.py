@@ -148,8 +148,9 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
 def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
     """InputError for a [grid] field whose values change nothing: ``alpha`` without partition 'dirichlet',
     ``gamma`` without algorithm 'cdfl', ``tau2`` of 'sync' (:meth:`RunConfig.without_effect`). A field may
-    be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where,
-    among the points that share every other grid value, no two read it (a sweep of identical runs)."""
+    be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where no
+    point reads it, or, listing several values, where among the points that share every other grid value no
+    two read it (a sweep of identical runs)."""
     for name in points[0].values if points else ():
         idle = [dict(p.config.without_effect([name])).get(name) for p in points]
         if not any(idle):
@@ -158,7 +159,8 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
         for point, why in zip(points, idle, strict=True):
             others = repr(sorted((k, repr(v)) for k, v in point.values.items() if k != name))
             groups[others] = groups.get(others, 0) + (why is None)
-        if max(groups.values()) < 2:
+        values = {repr(p.values[name]) for p in points}
+        if all(idle) or (len(values) > 1 and max(groups.values()) < 2):  # (one value read somewhere: kept)
             values = ", ".join(dict.fromkeys(repr(p.values[name]) for p in points))
             raise InputError(
                 f"grid file {str(path)!r}: [grid] {name} = [{values}] changes nothing: "

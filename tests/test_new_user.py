@@ -104,6 +104,7 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
             ["--eta", "1e-46"],
             "eta = 1e-46 is 0 in float32, the precision the models train in",
         ),  # trained nothing
+        (["--eta", "1e39"], "eta = 1e+39 is inf in float32"),
         (
             ["--dataset", "npz:"],
             "dataset = 'npz:' names no file (expected npz:PATH)",

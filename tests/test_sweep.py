@@ -498,6 +498,8 @@ def test_a_grid_field_idle_at_some_points_only_is_kept(tmp_path) -> None:
     mixed = grid_points({"steps": 4}, {"partition": ["shards", "dirichlet"], "alpha": [0.1, 10.0]}, tmp_path)
     refuse_idle_fields(mixed, "grid.toml")
     refuse_idle_fields(grid_points({"steps": 4}, {"tau2": [4]}, tmp_path), "grid.toml")
+    one = grid_points({"steps": 4}, {"algorithm": ["dfl", "cdfl"], "gamma": [0.5]}, tmp_path)
+    refuse_idle_fields(one, "grid.toml")  # one value, read by the cdfl point: was refused (a review)
     with pytest.raises(InputError, match=r"\[grid\] gamma = \[0.5\] changes nothing"):
         refuse_idle_fields(grid_points({"steps": 4}, {"gamma": [0.5]}, tmp_path), "grid.toml")
 
