@@ -5,14 +5,13 @@ and up to MAX_SETTINGS settings of its ``config.json`` that differ between the r
 usable ``metrics.csv`` (missing, unreadable, without the needed columns, or with no rows; a sweep's or
 plan's folder, named as such), a folder given twice and an unwritable output are one-line errors (exit
 2). ``--out`` naming a folder puts ``curves.png`` and ``curves.pdf`` in it; without ``--out`` they go into
-the run's folder, or, for several runs, the folder that holds them all (a sweep's).
+the run's folder, or, for several runs in one folder (a sweep's), that folder.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -146,14 +145,13 @@ def _short(value: object) -> str:
 
 
 def _default_target(folders: list[Path]) -> Path:
-    """Where the figure goes without --out: one run's folder, or the folder that holds all the runs (a
-    sweep's: a comparison of its runs went into the first run's folder, which its own figure replaced)."""
-    if len(folders) == 1:
-        return folders[0] / "curves"
-    try:
-        return Path(os.path.commonpath([str(f) for f in folders])) / "curves"
-    except ValueError:  # relative and absolute paths together
-        return Path(os.path.commonpath([str(f.resolve()) for f in folders])) / "curves"
+    """Where the figure goes without --out: the folder that holds all the runs, where they share one (a
+    sweep's: a comparison of its runs went into the first run's folder, which its own figure replaced), else
+    the first run's folder."""
+    parents = {f.resolve().parent for f in folders}
+    if len(folders) > 1 and len(parents) == 1:  # runs/grid/* (unrelated runs: the first one's, not cwd or /)
+        return folders[0].parent / "curves"
+    return folders[0] / "curves"
 
 
 @pipe_safe

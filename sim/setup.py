@@ -109,20 +109,22 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
                 f"init params file {str(path)!r} does not match model {model!r} (it lacks "
                 f"{', '.join(missing)}; it holds {', '.join(f.files) or 'nothing'})"
             )
-        for name, shape in zip(stack.names, stack.shapes, strict=True):
-            if tuple(shape) not in (tuple(f[name].shape[1:]), tuple(f[name].shape)):  # nodes x shape, or one
-                raise InputError(
-                    f"init params file {str(path)!r} does not match model {model!r} ({name} has shape "
-                    f"{tuple(f[name].shape)}, expected (nodes, {', '.join(map(str, shape))}): another model "
-                    "or data set)"
-                )
         try:
-            saved = [torch.as_tensor(f[n]).double().reshape(-1, *s) for n, s in zip(stack.names, stack.shapes,
-                                                                                  strict=True)]  # fmt: skip
-        except (RuntimeError, ValueError, TypeError) as exc:
+            arrays = {n: f[n] for n in stack.names}
+        except (OSError, ValueError) as exc:  # object arrays (allow_pickle=False), a cut archive
+            raise InputError(f"init params file {str(path)!r} cannot be read ({exc}; {expected})") from None
+    for name, shape in zip(stack.names, stack.shapes, strict=True):
+        if tuple(shape) not in (arrays[name].shape[1:], arrays[name].shape):  # nodes x shape, or one model
             raise InputError(
-                f"init params file {str(path)!r} does not match model {model!r} ({exc})"
-            ) from None
+                f"init params file {str(path)!r} does not match model {model!r} ({name} has shape "
+                f"{tuple(arrays[name].shape)}, expected (nodes, {', '.join(map(str, shape))}): another model "
+                "or data set)"
+            )
+    try:
+        saved = [torch.as_tensor(arrays[n]).double().reshape(-1, *shape)
+                 for n, shape in zip(stack.names, stack.shapes, strict=True)]  # fmt: skip
+    except (RuntimeError, ValueError, TypeError) as exc:  # a dtype torch cannot take (strings, say)
+        raise InputError(f"init params file {str(path)!r} does not match model {model!r} ({exc})") from None
     empty = next((n for n, a in zip(stack.names, saved, strict=True) if len(a) == 0), None)
     if empty is not None:  # the mean of no models is NaN
         raise InputError(

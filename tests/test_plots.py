@@ -202,6 +202,10 @@ def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) ->
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["curves.pdf", "curves.png"]
     assert main([str(r) for r in runs]) == 0  # several runs: into the folder that holds them, not r0's
     assert (tmp_path / "curves.png").is_file() and not (runs[0] / "curves.png").exists()
+    apart = tmp_path / "elsewhere" / "r2"  # runs in two folders: the first run's, not their common root
+    apart.mkdir(parents=True)
+    _metrics(np.arange(0, 50, 10)).to_csv(apart / "metrics.csv", index=False)
+    assert main([str(runs[0]), str(apart)]) == 0 and (runs[0] / "curves.png").is_file()
 
 
 def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() -> None:

@@ -319,6 +319,16 @@ def test_init_params_start_from_the_average_of_the_saved_node_models(tiny, tmp_p
     np.testing.assert_allclose(s.x0.numpy(), rows.mean(0), rtol=1e-6, atol=1e-7)
 
 
+def test_init_params_of_object_arrays_are_one_line(tiny, tmp_path) -> None:
+    """An npz of object arrays raised numpy's 'Object arrays cannot be loaded' as a traceback (a review)."""
+    from sim.setup import prepare
+
+    np.savez(tmp_path / "obj.npz", **{"linear.weight": np.array([{"a": 1}], dtype=object),
+                                      "linear.bias": np.zeros((1, 3))})  # fmt: skip
+    with pytest.raises(InputError, match=r"obj.npz' cannot be read \(Object arrays cannot be loaded"):
+        prepare(config(tiny, tmp_path, init_params=str(tmp_path / "obj.npz")))
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
