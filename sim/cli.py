@@ -337,8 +337,8 @@ def _cmd_versus(args: argparse.Namespace) -> dict[str, Any]:
 def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="dfl-sim",
-        description="Decentralized FL simulator (vectorised across nodes). With no command (or only run "
-        "flags) it is `dfl-sim run`: the default run, into runs/latest, which a fresh run replaces.",
+        description="Decentralized FL simulator (vectorised across nodes). With no command it is "
+        "`dfl-sim run`: the default run, into runs/latest, which a fresh run replaces.",
     )
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run one experiment (no flags: quick paper MNIST ring run)")
