@@ -18,7 +18,10 @@ from typing import Any, NoReturn
 
 from bounds._checks import InputError
 
-__all__ = ["OneLineParser", "bar_interval", "key_value_table", "pipe_safe", "rows_table", "writable_folder"]
+__all__ = [
+    "OneLineParser", "bar_interval", "key_value_table", "nearest_existing", "pipe_safe", "rows_table",
+    "writable_folder",
+]  # fmt: skip
 
 # what float() reads as a negative number: -1, -.5, -1e-3, -inf, -nan (argparse's own pattern has no
 # exponent and no inf/nan)
@@ -107,9 +110,20 @@ def writable_folder(path: str | Path, what: str) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        near = folder  # as dfl-sim run words it: the file in the way, named
-        while not near.exists() and near != near.parent:
-            near = near.parent
-        why = f"a file is in the way: {str(near)!r}" if near.is_file() else exc.strerror or str(exc)
+        try:  # as dfl-sim run words it: the file in the way, named
+            near: Path | None = nearest_existing(folder)
+        except OSError:  # a name too long, a folder that cannot be opened: exc says it
+            near = None
+        blocked = near is not None and near.is_file()
+        why = f"a file is in the way: {str(near)!r}" if blocked else exc.strerror or str(exc)
         raise InputError(f"{what} = {str(path)!r} is not a writable folder ({why})") from None
     return folder
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest parent that exists (OSError where a name is too long or a folder cannot be
+    opened)."""
+    near = path
+    while not near.exists() and near != near.parent:
+        near = near.parent
+    return near

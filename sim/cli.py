@@ -192,9 +192,13 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     if args.config:  # a file's tau1 = 8 was dropped without a word
         given, default = config_file_values(args.config), RunConfig()
         chosen = [k for k in (*PLAN_CHOOSES, *PLAN_IGNORES) if k in given and given[k] != getattr(default, k)]
+        if args.algorithm != "cdfl" and "lr_schedule" in chosen:  # a DFL plan refuses it (below), not ignores
+            chosen.remove("lr_schedule")
+        if args.out is None and given.get("out"):  # the plan's folder is --out's (default runs/plan)
+            chosen.append("out")
         if chosen:
-            print(f"dfl-sim: note: plan: {', '.join(chosen)} of {args.config} are the plan's to set (each "
-                  "simulation has its own): not used", file=sys.stderr)  # fmt: skip
+            print(f"dfl-sim: note: plan: the fields {', '.join(chosen)} in {args.config} are the plan's to "
+                  "set (--out, and each simulation's own): not used", file=sys.stderr)  # fmt: skip
     if args.out is None:
         config.out = "runs/plan"
     if config.threads == 0:

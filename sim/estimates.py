@@ -31,6 +31,7 @@ from bounds._checks import InputError
 from sim.algorithms import ALGORITHMS, LOCAL, algorithm
 from sim.config import RunConfig
 from sim.engine import Stack
+from sim.evaluation import consensus_distance
 from sim.setup import Setup, build_trainer, prepare
 from sim.sweep import build_engine
 from sim.trainer import Trainer
@@ -221,7 +222,7 @@ def probe_drift(
         u = X.mean(0)
         if t in (0, T // 2):
             states.append(u.clone())
-        drift[t] = float(((X - u) ** 2).sum()) / X.shape[0]
+        drift[t] = consensus_distance(X)
         if local[t] and int(local[:t].sum()) % grad_every == 0:
             grad[t], variance[t] = node_gradient_norm2(s.stack, X, x_eval, y_eval)
         trainer.step()

@@ -88,6 +88,8 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         os.replace(tmp, path)
     except OSError as exc:  # named by the file meant, not by its temporary twin (a folder in the way, say)
         tmp.unlink(missing_ok=True)
+        if exc.errno is None:
+            raise
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)

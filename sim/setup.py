@@ -23,7 +23,7 @@ import torch
 
 from bounds import InputError
 from bounds.cdfl.compression import make_compressor
-from bounds.cli_tools import writable_folder
+from bounds.cli_tools import nearest_existing, writable_folder
 from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
 from bounds.plan.cost import CostModel
 from sim.algorithms import algorithm, resolve_schedule, step_kinds
@@ -312,10 +312,8 @@ def _creatable(out: Path) -> None:
     """InputError, as :func:`bounds.cli_tools.writable_folder` words it, where ``out`` is a file or its
     nearest existing folder is not writable: checked for every run of a sweep before any folder is made
     (:func:`writable_folder` then creates each, and its probe file remains the last word)."""
-    near = out
     try:
-        while not near.exists() and near != near.parent:
-            near = near.parent
+        near = nearest_existing(out)
     except OSError as exc:  # a name over 255 bytes: 'File name too long', exit 1 as if the run had failed
         raise InputError(f"out = {str(out)!r:.120} is not a usable folder path ({exc.strerror}; expected "
                          "names of at most 255 bytes)") from None  # fmt: skip

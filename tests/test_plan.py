@@ -203,7 +203,7 @@ def test_cli_plan_says_which_config_file_fields_it_sets_itself(tiny, tmp_path, c
     ]
     assert main(argv) == 2  # (top = 0: refused after the note, before any work)
     err = capsys.readouterr().err
-    assert "note: plan: tau1, steps of " in err and "are the plan's to set" in err
+    assert "note: plan: the fields tau1, steps in " in err and "are the plan's to set" in err
 
 
 def test_cli_plan_json(tiny, tmp_path, capsys) -> None:
