@@ -21,6 +21,7 @@ import pandas as pd
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, pipe_safe
 from plots.figures import RUN_PANELS, run_curves, save
+from sim.run_folder import FOLDER_MARKERS
 
 IGNORED_SETTINGS = (
     "out",
@@ -76,30 +77,38 @@ def read_metrics(folder: Path, x: str, note: Callable[[str], None] = lambda line
     return frame
 
 
+RUN_GLOBS = {"sweep": "*/", "plan": "runs/*/"}
+"""Where the run folders of a sweep's and a plan's folder lie, for the command a refusal suggests."""
+
+
+def _job_kind(folder: Path) -> str | None:
+    """'sweep' or 'plan' where ``folder`` is such a job's folder (:data:`sim.run_folder.FOLDER_MARKERS`)."""
+    return next((k for k in RUN_GLOBS if any((folder / m).is_file() for m in FOLDER_MARKERS[k])), None)
+
+
 def _check_run_folder(folder: Path) -> None:
-    """InputError for what is not a run folder, saying what it is: missing, a file, a sweep's or a plan's
-    folder (whose runs lie below it)."""
+    """InputError for what is not a run folder, saying what it is: missing, a file (one of a sweep's or a
+    plan's folder: dfl-plot runs/grid/* took in sweep.json), a sweep's or a plan's folder (whose runs lie
+    below it)."""
     if not folder.exists():
         raise InputError(f"run folder {str(folder)!r} does not exist (expected a dfl-sim run folder)")
     if not folder.is_dir():
-        for kind, runs in (("sweep", f"{folder.parent}/*/"), ("plan", f"{folder.parent}/runs/*/")):
-            if (folder.parent / f"{kind}.json").is_file():  # dfl-plot runs/grid/* took in sweep.json
-                raise InputError(
-                    f"{str(folder)!r} is a file of a dfl-sim {kind} folder (expected run folders: dfl-plot "
-                    f"{runs})"
-                )
+        kind = _job_kind(folder.parent)
+        if kind:
+            raise InputError(
+                f"{str(folder)!r} is a file of a dfl-sim {kind} folder (expected run folders: dfl-plot "
+                f"{folder.parent}/{RUN_GLOBS[kind]})"
+            )
         raise InputError(
             f"{str(folder)!r} is a file (expected a dfl-sim run folder, such as {str(folder.parent)!r})"
         )
     if (folder / "metrics.csv").exists():
         return
-    if (folder / "sweep.json").is_file():
+    kind = _job_kind(folder)
+    if kind:
         raise InputError(
-            f"{str(folder)!r} is a dfl-sim sweep folder (expected its run folders: dfl-plot {folder}/*/)"
-        )
-    if (folder / "plan.json").is_file():
-        raise InputError(
-            f"{str(folder)!r} is a dfl-sim plan folder (expected its run folders: dfl-plot {folder}/runs/*/)"
+            f"{str(folder)!r} is a dfl-sim {kind} folder (expected its run folders: dfl-plot "
+            f"{folder}/{RUN_GLOBS[kind]})"
         )
 
 

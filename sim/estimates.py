@@ -219,9 +219,8 @@ def probe_drift(
     local = trainer.kinds == LOCAL
     for t in range(T):
         X = trainer.X
-        u = X.mean(0)
         if t in (0, T // 2):
-            states.append(u.clone())
+            states.append(X.mean(0))
         drift[t] = consensus_distance(X)
         if local[t] and int(local[:t].sum()) % grad_every == 0:
             grad[t], variance[t] = node_gradient_norm2(s.stack, X, x_eval, y_eval)

@@ -275,14 +275,19 @@ def prepare_out(config: RunConfig, digests: dict[str, str] | None = None, lock: 
 
 
 def prepare_outs(
-    configs: Sequence[RunConfig], digests: Sequence[dict[str, str] | None] | None = None, lock: bool = False
+    configs: Sequence[RunConfig],
+    digests: Sequence[dict[str, str] | None] | None = None,
+    lock: bool = False,
+    checked: bool = False,
 ) -> list[Path]:
     """The run folders of several runs (a sweep's) made ready as :func:`prepare_out` does, but only once all
     of them can be: the resumed runs' checkpoints and metrics and every folder's place checked first
     (reading only), then every folder created, checked writable and locked, then the fresh runs' old files
     removed. A refused run leaves no other run's folder emptied, nor made (short of a folder that fails
-    only its probe file)."""
-    check_outs(configs, digests)
+    only its probe file). ``checked``: the caller has run :func:`check_outs` (a sweep's resumed checkpoints
+    were loaded twice)."""
+    if not checked:
+        check_outs(configs, digests)
     outs = [writable_folder(config.out, "out") for config in configs]
     if lock:
         lock_folders(outs)

@@ -334,10 +334,7 @@ def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:
     check_compatible(configs)
     for c in configs:
         c.validate()
-    first = configs[0]
-    if first.threads:
-        torch.set_num_threads(first.threads)
-    data = load_dataset(first.dataset, first.data_dir)
+    data = load_dataset(configs[0].dataset, configs[0].data_dir)
     setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
     check_outs(configs, [s.digests for s in setups])
     return setups
@@ -349,12 +346,12 @@ def build_engine(
     """Every config validated, prepared (the data set loaded once) and stacked in one engine, lane r
     holding configs[r] at its first step; with ``lock``, the run folders locked (the caller gives them
     back, as :func:`run_sweep` does). ``setups``: :func:`check_sweep`'s, where the caller has checked."""
-    if setups is None:
-        setups = check_sweep(configs)
+    setups = setups or check_sweep(configs)  # (first: it names configs that are not RunConfigs)
     if configs[0].threads:
         torch.set_num_threads(configs[0].threads)
     data = setups[0].data
-    for setup, out in zip(setups, prepare_outs(configs, [s.digests for s in setups], lock), strict=True):
+    outs = prepare_outs(configs, [s.digests for s in setups], lock, checked=True)  # (check_sweep checked)
+    for setup, out in zip(setups, outs, strict=True):
         setup.out = out
     try:  # the folders are locked now: a failure gives them back
         trainers = [build_trainer(c, s) for c, s in zip(configs, setups, strict=True)]

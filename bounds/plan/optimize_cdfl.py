@@ -101,7 +101,7 @@ def optimize_cdfl(
         tau1, tau2, rounds, feasible = budget_grid(
             cost, budget_seconds, max_local_steps, max_gossip_steps, max_tau1, max_tau2, require_a_round=False
         )
-        cheapest = min(cheapest, (cost.round_seconds(1, 1), name, parameter))
+        cheapest = min(cheapest, (cost.round_seconds(1, 1), name, parameter), key=lambda c: c[0])
         r = cdfl_bound(
             L=L,
             mu=mu,
