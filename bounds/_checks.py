@@ -8,16 +8,31 @@ what was expected, never with a traceback from deep inside numpy.
 from __future__ import annotations
 
 import math
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "absent_file", "broadcastable", "real_array", "real_number", "whole_numbers"]
+__all__ = [
+    "UNREADABLE_FILE_ERRORS",
+    "InputError",
+    "absent_file",
+    "broadcastable",
+    "real_array",
+    "real_number",
+    "whole_numbers",
+]
 
 
 class InputError(ValueError):
     """An argument is outside the domain a formula of the paper is stated on."""
+
+
+# what numpy raises for a file that is not the .npy/.npz it claims to be: cut short (EOFError, BadZipFile),
+# damaged (a bad CRC: BadZipFile; a compressed member: zlib.error), or not numpy at all (ValueError)
+UNREADABLE_FILE_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 def absent_file(path: Path) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from bounds import InputError
-from bounds._checks import absent_file, whole_numbers
+from bounds._checks import UNREADABLE_FILE_ERRORS, absent_file, whole_numbers
 
 __all__ = [
     "CIFAR10_BATCHES",
@@ -290,7 +290,7 @@ def load_npz(path: Path) -> Dataset:
         )
     try:
         loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except UNREADABLE_FILE_ERRORS as exc:
         raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy file holds one array, not named ones
         raise DataError(
@@ -300,7 +300,7 @@ def load_npz(path: Path) -> Dataset:
     with loaded as f:
         try:
             arrays = {k: f[k] for k in f.files}
-        except (OSError, ValueError) as exc:
+        except UNREADABLE_FILE_ERRORS as exc:
             raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
     missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in arrays]
     if missing:

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 import torch
 
 from bounds import InputError
+from bounds._checks import UNREADABLE_FILE_ERRORS
 from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import nearest_existing, writable_folder
 from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
@@ -98,7 +99,7 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
         raise InputError(f"init params file {str(path)!r} does not exist ({expected})")
     try:
         f = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except UNREADABLE_FILE_ERRORS as exc:
         raise InputError(f"init params file {str(path)!r} is not an npz ({exc}; {expected})") from None
     if not hasattr(f, "files"):
         raise InputError(f"init params file {str(path)!r} holds one array ({expected})")
@@ -111,7 +112,7 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
             )
         try:
             arrays = {n: f[n] for n in stack.names}
-        except (OSError, ValueError) as exc:  # object arrays (allow_pickle=False), a cut archive
+        except UNREADABLE_FILE_ERRORS as exc:  # object arrays (allow_pickle=False), a cut archive
             raise InputError(f"init params file {str(path)!r} cannot be read ({exc}; {expected})") from None
     for name, shape in zip(stack.names, stack.shapes, strict=True):
         if tuple(shape) not in (arrays[name].shape[1:], arrays[name].shape):  # nodes x shape, or one model

@@ -504,3 +504,43 @@ def test_a_test_class_missing_from_training_but_in_range_is_accepted(tmp_path) -
     y_train = rng.choice([0, 1, 3], 60)
     data = load_npz(_npz(tmp_path, "gap.npz", y_train=y_train, y_test=np.arange(20) % 4))
     assert data.num_classes == 4
+
+
+def _damaged(source: Path, how: str, tmp_path: Path) -> Path:
+    """A copy of the npz ``source``, cut short, with a member's bytes overwritten (a bad CRC), or saved
+    compressed and then overwritten (a bad deflate stream or CRC)."""
+    if how == "compressed":
+        with np.load(source) as f:
+            arrays = {k: f[k] for k in f.files}
+        np.savez_compressed(tmp_path / "packed.npz", **arrays)
+        source = tmp_path / "packed.npz"
+    data = bytearray(source.read_bytes())
+    if how == "cut short":
+        data = data[: len(data) // 2]
+    else:  # inside the first member's data: the archive's directory stays intact
+        data[len(data) // 4 : len(data) // 4 + 16] = b"\x55" * 16
+    path = tmp_path / f"damaged-{how.replace(' ', '-')}.npz"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how", ["cut short", "overwritten", "compressed"])
+def test_damaged_npz_files_are_refused_in_one_line(capsys, tiny, tmp_path, how: str) -> None:
+    """A damaged .npz (cut short by a full disk, a flipped byte) was a BadZipFile or zlib.error traceback
+    from --init-params, --dataset npz: and matrix: (numpy raises neither OSError nor ValueError)."""
+    saved = tmp_path / "saved"
+    assert sim_main([*_base(tiny, saved), "--save-params"]) == 0
+    capsys.readouterr()
+    ring = tmp_path / "ring.npz"
+    np.savez(ring, C=np.roll(np.eye(6), 1, 0) / 3 + np.roll(np.eye(6), -1, 0) / 3 + np.eye(6) / 3)
+    out = tmp_path / "run"
+    for flag, source, fragment in [
+        ("--init-params", saved / "params.npz", "init params file"),
+        ("--dataset", tiny, "is not a readable .npz"),
+        ("--topology", ring, "could not be read as an N x N matrix"),
+    ]:
+        damaged = _damaged(source, how, tmp_path)
+        value = {"--dataset": f"npz:{damaged}", "--topology": f"matrix:{damaged}"}.get(flag, str(damaged))
+        err = _one_line_error(capsys, [*_base(tiny, out), flag, value])
+        assert fragment in err and str(damaged) in err, (flag, err)
+        assert not out.exists()

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import InputError, real_number
+from bounds._checks import UNREADABLE_FILE_ERRORS, InputError, real_number
 from bounds.graph.names import WEIGHT_RULES, check_topology_file, check_weight_rule
 
 __all__ = [
@@ -288,7 +288,7 @@ def load_matrix(path: str | Path) -> Matrix:
             lines = file.read_text().replace(",", " ").splitlines()
             rows = [row for row in lines if row.split("#")[0].strip()]
             C = np.loadtxt(rows, ndmin=2) if rows else np.zeros((0, 0))
-    except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+    except (*UNREADABLE_FILE_ERRORS, KeyError, UnicodeDecodeError) as exc:
         raise InputError(
             f"matrix file {str(file)!r} could not be read as an N x N matrix "
             f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): {exc}"
