@@ -191,8 +191,10 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
             f"GiB on {config.nodes} nodes, more than the {memory / 2**30:.3g} GiB this machine has free "
             "(expected a smaller batch, or 0 for the full local data)"
         )
-    torch.manual_seed(config.seed)
-    model = make_model(config.model, data.input_shape, data.num_classes).to(device)
+    with torch.random.fork_rng(devices=[]):  # the init from the run's seed; the caller's stream as it was
+        torch.default_generator.manual_seed(config.seed)  # (models are built on the CPU, then moved)
+        model = make_model(config.model, data.input_shape, data.num_classes)
+    model = model.to(device)
     stack = Stack(model)
     tau1, tau2, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
     compressor = make_compressor(config.compressor, config.compressor_parameter())
@@ -227,7 +229,8 @@ def set_precision(device: torch.device | str, tf32: bool) -> None:
 def kept_torch_settings() -> Iterator[None]:
     """On leaving the block, torch's process-wide settings that a run or a benchmark changes are as they were
     on entering it: the intra-op threads (``RunConfig.threads``), cuDNN's autotuner and the TF32 flags
-    (:func:`set_precision`). A run called from the user's own code leaves the process as it found it."""
+    (:func:`set_precision`). A run called from the user's own code leaves the process as it found it (torch's
+    global random stream included: the models' init draws from a forked one)."""
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
     threads, flags = torch.get_num_threads(), (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
     try:

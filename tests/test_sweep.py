@@ -438,7 +438,8 @@ def test_set_precision_sets_the_cuda_flags_and_leaves_the_cpu_alone() -> None:
 
 def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None:
     """RunConfig.threads and set_precision change process-wide torch settings; a run or a sweep called from
-    the user's own code gives them back on return and on an error (sim.setup.kept_torch_settings)."""
+    the user's own code gives them back on return and on an error (sim.setup.kept_torch_settings), and leaves
+    torch's global random stream where it was."""
     from sim.setup import kept_torch_settings, set_precision
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
@@ -453,10 +454,12 @@ def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None
         assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
         assert torch.get_num_threads() == mine
         base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 4, "steps": 3, "threads": mine + 1}
+        torch.manual_seed(123)  # the caller's random stream: a run's seed used to reseed it (a probe)
+        stream = torch.get_rng_state()
         run(RunConfig(**base, out=str(tiny.parent / "one")))
-        assert torch.get_num_threads() == mine
+        assert torch.get_num_threads() == mine and torch.equal(torch.get_rng_state(), stream)
         run_sweep([RunConfig(**base, seed=s, out=str(tiny.parent / f"s{s}")) for s in (0, 1)])
-        assert torch.get_num_threads() == mine
+        assert torch.get_num_threads() == mine and torch.equal(torch.get_rng_state(), stream)
         assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
 
 
