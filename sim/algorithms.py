@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bounds import InputError
+from bounds._checks import MAX_EXACT_INTEGER
 from bounds.dfl.schedule import local_step_mask
 
 __all__ = [
@@ -90,6 +91,12 @@ def resolve_schedule(name: str, tau1: int, tau2: int) -> tuple[int, int, bool]:
         raise InputError(f"tau1 = {tau1} is out of range (expected tau1 >= 1)")
     if tau2 < 0:
         raise InputError(f"tau2 = {tau2} is out of range (expected tau2 >= 0)")
+    for field, value in (("tau1", tau1), ("tau2", tau2)):
+        if value > MAX_EXACT_INTEGER:  # refused by the schedule only after the run's folder was made
+            raise InputError(
+                f"{field} = {value} is out of range (expected at most 2^53 = {MAX_EXACT_INTEGER:,}; a round "
+                "longer than the run's steps is cut by them anyway)"
+            )
     tau1 = record.tau1 if record.tau1 is not None else tau1
     if record.tau2 is None and tau2 == 0:
         raise InputError(f"tau2 = 0 never gossips (algorithm {name!r} expected tau2 >= 1)")

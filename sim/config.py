@@ -56,6 +56,19 @@ PLAN_CHOOSES = ("tau1", "tau2", "eta", "lr_schedule", "a", "gamma", "compressor"
 """The fields ``dfl-sim plan`` (:mod:`sim.plan`) sets for each simulated configuration (not the user's)."""
 
 
+def _check_float32_step(what: str, eta: float) -> None:
+    """InputError unless the step eta is a finite number above 0 in float32, the precision the models train
+    in: ``what`` names it (eta = 1e-46 trained nothing, in silence)."""
+    with np.errstate(over="ignore"):
+        eta32 = float(np.float32(eta))
+    if eta32 == 0.0 or math.isinf(eta32):
+        tiny32, huge32 = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
+        raise InputError(
+            f"{what} is {eta32:g} in float32, the precision the models train in (expected "
+            f"{float(tiny32):.3g} <= eta <= {float(huge32):.3g})"
+        )
+
+
 @dataclass
 class RunConfig:
     """Every knob of a run (the CLI's flags); ``validate`` checks them all up front."""
@@ -130,14 +143,7 @@ class RunConfig:
             value = getattr(self, name)
             if not value > 0:
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
-        with np.errstate(over="ignore"):
-            eta32 = float(np.float32(self.eta))
-        if eta32 == 0.0 or math.isinf(eta32):  # eta = 1e-46 trained nothing, in silence
-            tiny32, huge32 = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
-            raise InputError(
-                f"eta = {self.eta!r} is {eta32:g} in float32, the precision the models train in (expected "
-                f"{float(tiny32):.3g} <= eta <= {float(huge32):.3g})"
-            )
+        _check_float32_step(f"eta = {self.eta!r}", self.eta)
         if not 0 < self.gamma <= 1:
             raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")
         if self.latency is not None and self.latency < 0:
@@ -181,6 +187,14 @@ class RunConfig:
             raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
         if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
             raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
+        if (
+            self.lr_schedule == "cdfl"
+        ):  # its largest step, eta_0 (mu = a = 1e-300: a ZeroDivisionError mid-run)
+            product = self.mu * self.a
+            eta_0 = 4.0 / product if product > 0 else math.inf
+            _check_float32_step(
+                f"lr_schedule 'cdfl' with mu = {self.mu!r}, a = {self.a!r}: eta_0 = 4 / (mu a)", eta_0
+            )
         if not algorithm(self.algorithm).compressed and self.compressor != "identity":
             raise InputError(
                 f"compressor {self.compressor!r} needs algorithm 'cdfl' (got {self.algorithm!r})"
@@ -272,6 +286,15 @@ JSON_NOT_REPEATED = ("out", "resume", "allow_change", "threads")
 its threads: the machine's, which ``dfl-sim run`` records when it chose them, 64 on a larger machine)."""
 
 
+def _finite(value: float) -> bool:
+    """Whether a number is finite as a float (an int beyond float64, 10**400, is not: math.isfinite raised
+    OverflowError)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def check_field_types(instance: Any) -> None:
     """Every field of the dataclass ``instance`` has the type its annotation names (a bool is not an integer,
     a number not a name, a float finite); a numpy scalar (np.int64(4) from an array) becomes its Python
@@ -288,7 +311,7 @@ def check_field_types(instance: Any) -> None:
             "str": isinstance(value, str),
             "int": isinstance(value, int) and not isinstance(value, bool),
             "bool": isinstance(value, bool),
-            "float": isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value),
+            "float": isinstance(value, int | float) and not isinstance(value, bool) and _finite(value),
         }[base]
         if not ok:
             expected = {"str": "a string", "int": "an integer", "bool": "true or false",

@@ -248,6 +248,11 @@ def test_edge_lists_from_any_iterable_of_pairs_and_from_networkx_files(tmp_path)
     assert check_mixing_matrix([[Fraction(1, 2)] * 2] * 2).dtype == np.float64
     with pytest.raises(InputError, match=r"\(0, -1\) is not one"):
         from_edge_list([(0, 1), (0, -1)])
+    for edges in ([(0, float("nan"))], [(0, np.float32("inf"))], np.array([[0, 1], [1, np.nan]])):
+        with pytest.raises(
+            InputError, match=r"^edges = [^\n]* integer node ids >= 0\): .*(nan|inf)\W* is not one"
+        ):
+            from_edge_list(edges)  # int(nan) raised ValueError, int(inf) OverflowError (a probe)
 
 
 def test_the_tolerance_of_the_mixing_check_is_checked_itself() -> None:

@@ -167,7 +167,8 @@ def from_edge_list(path_or_edges: str | Path | list[tuple[int, int]]) -> nx.Grap
 def _pairs(edges: object) -> list[tuple[int, int]]:
     """(u, v) pairs of integer node ids >= 0 from any iterable of pairs (a list, an (E, 2) array, a networkx
     edge view, a zip); InputError naming the first pair that is not one."""
-    bad = f"edges = {edges!r:.80} (expected a file path or (u, v) pairs of integer node ids >= 0)"
+    shown = " ".join(repr(edges).split())  # one line: an array's repr has several
+    bad = f"edges = {shown:.80} (expected a file path or (u, v) pairs of integer node ids >= 0)"
     if isinstance(edges, str | bytes) or not hasattr(edges, "__iter__"):
         raise InputError(bad)
     pairs = []
@@ -182,6 +183,8 @@ def _pairs(edges: object) -> list[tuple[int, int]]:
 def _node_id(x: object) -> int | None:
     """x as a node id (an integer >= 0, of any integer type or a whole float), or None."""
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        return None
+    if not np.isfinite(x):  # int() raised ValueError for NaN, OverflowError for inf
         return None
     return int(x) if float(x) == int(x) and x >= 0 else None
 
