@@ -87,3 +87,32 @@ def test_zeta_one_is_an_error_with_the_reason() -> None:
     assert spectral_summary(np.eye(4), allow_disconnected=True).zeta == 1.0
     block = sp.block_diag([mixing_matrix(ring(600))] * 2, format="csr")
     assert zeta(block, allow_disconnected=True) == pytest.approx(1.0, abs=1e-9)
+
+
+def _zero_diagonal_ring(n: int) -> sp.csr_matrix:
+    """A ring with weights 1/2 to each neighbour and none on itself: eigenvalue -1 exactly for even n."""
+    R = sp.diags([np.full(n - 1, 0.5), np.full(n - 1, 0.5)], [1, -1], format="lil")
+    R[0, n - 1] = R[n - 1, 0] = 0.5
+    return R.tocsr()
+
+
+@pytest.mark.parametrize("n", [1200, 1600])
+def test_a_large_sparse_periodic_c_is_refused_as_the_dense_one_is(n: int) -> None:
+    """Lanczos settled on lambda_2 = cos(2 pi / n) and zeta() answered 0.99999 for a sparse bipartite C with a
+    zero diagonal, which the dense path refuses (a probe); spectral_summary said the solver did not converge.
+    Its eigenvalue -1 is now read from the structure (bipartite, zero diagonal)."""
+    R = _zero_diagonal_ring(n)
+    assert np.linalg.eigvalsh(R.toarray())[0] == pytest.approx(-1.0, abs=1e-12)  # the claim, independently
+    for solve in (zeta, spectral_summary):
+        with pytest.raises(InputError, match=r"zeta = 1: C has eigenvalue -1 \(a bipartite graph"):
+            solve(R)
+    assert zeta(R, allow_disconnected=True) == 1.0
+    summary = spectral_summary(R, allow_disconnected=True)
+    assert (summary.zeta, summary.lambda_N, summary.beta_mix) == (1.0, -1.0, 2.0)
+    odd = _zero_diagonal_ring(n + 1)  # not bipartite: zeta = cos(pi / (n + 1)) < 1, by Lanczos
+    assert zeta(odd) == pytest.approx(np.cos(np.pi / (n + 1)), abs=1e-12)
+    import networkx as nx
+
+    walk = nx.to_scipy_sparse_array(make_graph("hypercube", 1024), format="csr") / 10  # 10 neighbours each
+    with pytest.raises(InputError, match="eigenvalue -1"):  # said "disconnected (or C = I)"
+        zeta(sp.csr_matrix(walk))

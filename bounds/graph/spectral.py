@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
@@ -113,9 +114,10 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
         return spectral_summary(M, allow_disconnected=allow_disconnected).zeta
     if connected_components(M != 0, directed=False)[0] > 1:  # eigenvalue 1 twice: Lanczos may miss it
         return 1.0
-    z = min(_sparse_zeta(M), 1.0)
+    periodic = _periodic(M)  # eigenvalue -1: Lanczos settled on lambda_2 (0.99999 for a 1,600-ring, a probe)
+    z = 1.0 if periodic else min(_sparse_zeta(M), 1.0)
     if z >= 1.0 - DISCONNECTED_TOL and not allow_disconnected:
-        raise InputError(_zeta_one_message(float("nan"), float("nan")))
+        raise InputError(_zeta_one_message(float("nan"), -1.0 if periodic else float("nan")))
     return z
 
 
@@ -201,7 +203,25 @@ def _sparse_zeta(M: sp.csr_matrix) -> float:
     return abs(direct) if direct is not None else _folded_zeta(M)
 
 
+def _periodic(M: sp.csr_matrix) -> bool:
+    """Whether C has eigenvalue -1 by its structure: a zero diagonal and a bipartite graph (parts A, B), so
+    that v = 1 on A, -1 on B gives C v = -v exactly (every row of C sums to 1 and reaches only the other
+    part). Lanczos, which sees -1 and lambda_2 close to 1 as nearly equal in magnitude, may miss it."""
+    if M.diagonal().any():
+        return False
+    graph = nx.from_scipy_sparse_array(M)
+    return nx.is_connected(graph) and nx.is_bipartite(graph)
+
+
 def _sparse_spectrum(M: sp.csr_matrix) -> tuple[float, float, float, str]:
+    if _periodic(M):  # lambda_N = -1 exactly (see _periodic)
+        lam2 = _lanczos(_minus_J(M), "LA", maxiter=30)
+        return (
+            (float("nan") if lam2 is None else lam2),
+            -1.0,
+            1.0,
+            "bipartite graph, zero diagonal: lambda_N = -1",
+        )
     z = _sparse_zeta(M)
     # lambda_N only enters beta_mix; rings and paths crowd it (seconds at N = 10^4)
     lamN = _lanczos(sp.csr_matrix(M), "SA", None, ncv=128, tol=1e-9)
