@@ -42,10 +42,12 @@ from paper_checks.statements import (
     REPAIR,
     Bound,
     Cell,
+    cell_verdict,
     exceeds,
     floored_ratio,
     judge_cells,
     public_rows,
+    undefined_note,
 )
 
 NON_IID_TOPOLOGIES: dict[str, Callable[[], np.ndarray]] = {
@@ -227,8 +229,9 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
     undefined = [r for r in rows if math.isnan(r["ratio"])]
     worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
     text = (
-        f"The heterogeneity-aware term holds in {len(rows) - len(bad)} of {len(rows)} cells (worst ratio "
-        f"measured / bound {worst['ratio']:.3f} at {_where(worst)})."
+        f"The heterogeneity-aware term holds in {len(rows) - len(bad) - len(undefined)} of {len(rows)} cells "
+        f"(worst ratio measured / bound {worst['ratio']:.3f} at {_where(worst)})."
+        + undefined_note(len(undefined), "The term or the measured drift")
     )
     # (103)'s tau1 = 1 noise defect (Finding 1) is not heterogeneity's: split the failures by cause
     noise_free = [r for r in rows if r["sigma2"] == 0]
@@ -252,7 +255,7 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
         text += ": it has no heterogeneity part."
     else:
         text += " The paper's (103) as printed holds in every cell."
-    status = "violated" if bad else "inconclusive" if undefined else "holds"
+    status = cell_verdict(len(bad), len(undefined))
     evidence = {
         "cells": len(rows),
         "violations": len(bad),

@@ -34,7 +34,7 @@ from bounds.dfl import formulas as f
 from paper_checks.common import TOPOLOGY_WEIGHTS, cached_json, run_folder, ten_node_matrix
 from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
-from paper_checks.statements import exceeds, floored_ratio
+from paper_checks.statements import cell_verdict, exceeds, floored_ratio, undefined, undefined_note
 from sim.data import load_mnist
 from sim.engine import Stack
 from sim.estimates import HeterogeneityProbe, hessian_norm, probe_heterogeneity_runs
@@ -201,7 +201,8 @@ def drift_non_iid_cnn(ctx: CheckContext, term: Any) -> Outcome:
         for p in shared["grid"]["partitions"]
     }
     unresolved = [r for r in rows if r["varsigma2_max"] < 2 * max(r["varsigma2_noise"])]
-    status = "violated" if bad else "holds" if judged else "inconclusive"
+    nan_rows = [r for r in judged if undefined(r["measured"], r["bound"])]
+    status = cell_verdict(len(bad), len(nan_rows)) if judged else "inconclusive"
     text = (
         f"{len(judged)} of {len(rows)} runs meet the non-i.i.d. condition at eta = {shared['eta']:.3g} with "
         f"the estimated L = {shared['L']:.3g}; in {len(bad)} of them the measured drift exceeds the bound. "
@@ -212,6 +213,7 @@ def drift_non_iid_cnn(ctx: CheckContext, term: Any) -> Outcome:
         + f". varsigma^2 is resolved (estimate > 2 x its sampling noise) in {len(rows) - len(unresolved)} "
         f"of {len(rows)} runs. The constants are estimates (L a lower one), so 'holds' means: no run "
         "contradicts the bound with these estimates."
+        + undefined_note(len(nan_rows), "The bound or the measured drift")
     )
     evidence = {**shared, "worst_ratio_by_partition": by_partition, "violations": len(bad),
                 "table": [{k: v for k, v in r.items() if k != "drift_curve"} for r in rows],

@@ -81,8 +81,8 @@ def _judge(
         )
         mean, low, high = mc.interval(local=local)
         half = (high - low) / 2
-        if cell.sigma2 == 0 or not math.isfinite(half) or half <= PRECISION * rhs or runs >= MAX_RUNS:
-            break
+        if cell.sigma2 == 0 or not math.isfinite(half * rhs) or half <= PRECISION * rhs or runs >= MAX_RUNS:
+            break  # (a NaN or inf bound: more runs cannot move the verdict; a NaN one took 20,000 a cell)
         runs = min(MAX_RUNS, int(runs * max(2.0, 1.2 * (half / (PRECISION * rhs)) ** 2)))
     z = float(stats.norm.ppf(1 - 0.025 / cells))
     _, low_family, high_family = mc.interval(local=local, z=z)

@@ -125,6 +125,22 @@ def floored_ratio(lhs: float, rhs: float, floor: float = 0.0) -> float:
     return ratio(*(0.0 if v <= floor else v for v in (lhs, rhs)))
 
 
+def undefined(*values: float) -> bool:
+    """Whether a side of a comparison is NaN: NaN compares false with everything, so a cell with one would
+    count as neither failing nor holding, and a statement of NaNs would 'hold' everywhere."""
+    return any(math.isnan(v) for v in values)
+
+
+def cell_verdict(violations: int, undefined_cells: int) -> str:
+    """'violated' where some cell fails, else 'inconclusive' where some cell has a NaN side, else 'holds'."""
+    return "violated" if violations else "inconclusive" if undefined_cells else "holds"
+
+
+def undefined_note(count: int, what: str) -> str:
+    """The sentence a summary adds for ``count`` cells with a NaN side (empty for none)."""
+    return f" {what} is NaN in {count} cells: no verdict there." if count else ""
+
+
 def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) -> dict[str, Any]:
     """Evaluate ``bound`` on exact cells (each row has 'cell', 'lhs_all', 'lhs_local' and optionally
     'rounding', the absolute rounding floor of its exact computation).
@@ -138,10 +154,10 @@ def judge_cells(rows: list[dict[str, Any]], bound: Bound, rtol: float = 1e-9) ->
         r["rhs"] = float(bound.rhs(r["cell"]))
         r["ratio"] = floored_ratio(r["lhs"], r["rhs"], r.get("rounding", 0.0))
     bad = [r for r in rows if exceeds(r["lhs"], r["rhs"], r.get("rounding", 0.0), rtol)]
-    undefined = [r for r in rows if math.isnan(r["lhs"]) or math.isnan(r["rhs"])]  # no verdict there
+    nan_rows = [r for r in rows if undefined(r["lhs"], r["rhs"])]  # no verdict there
     worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
-    status = "violated" if bad else "inconclusive" if undefined else "holds"
-    return {"status": status, "cells": len(rows), "violations": len(bad), "undefined": len(undefined),
+    status = cell_verdict(len(bad), len(nan_rows))
+    return {"status": status, "cells": len(rows), "violations": len(bad), "undefined": len(nan_rows),
             "worst": worst}  # fmt: skip
 
 

@@ -28,8 +28,10 @@ from paper_checks.statements import (
     REPAIR,
     Bound,
     Cell,
+    cell_verdict,
     judge_cells,
     public_rows,
+    undefined,
 )
 
 
@@ -108,6 +110,13 @@ LEMMAS_5_6_7 = {
 def lemmas(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
     rng = np.random.default_rng(0)
     worst = {"lemma5": -np.inf, "lemma6": -np.inf, "lemma7_rel_error": 0.0}
+    nan_in: set[str] = set()  # max() keeps the earlier value over a NaN: each NaN is counted here
+
+    def keep(key: str, value: float) -> None:
+        if undefined(value):
+            nan_in.add(key)
+        worst[key] = max(worst[key], value)
+
     for _ in range(40 if ctx.quick else 400):
         n = int(rng.integers(2, 51))
         C = _random_mixing(rng, n)
@@ -115,25 +124,23 @@ def lemmas(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
         A = rng.normal(size=(int(rng.integers(1, 8)), n))
         for j in (0, 1, 3, 7):
             Bj = np.linalg.matrix_power(C, j) - np.full((n, n), 1 / n)
-            worst["lemma5"] = max(worst["lemma5"], np.linalg.norm(A @ Bj) - claimed["lemma5"](A, Bj))
+            keep("lemma5", np.linalg.norm(A @ Bj) - claimed["lemma5"](A, Bj))
             norm = consensus_op_norm(C, j)
-            expected = claimed["lemma7"](z, j)
-            worst["lemma7_rel_error"] = max(
-                worst["lemma7_rel_error"], abs(norm - expected) / max(norm, 1e-300)
-            )
+            keep("lemma7_rel_error", abs(norm - claimed["lemma7"](z, j)) / max(norm, 1e-300))
         # Lemma 5's equality: every row of A along an eigenvector of B's largest |eigenvalue|
         eigenvalues, vectors = np.linalg.eigh(Bj)
         top = vectors[:, int(np.argmax(np.abs(eigenvalues)))]
         A_sharp = rng.normal(size=(3, 1)) * top[None, :]
-        worst["lemma5"] = max(worst["lemma5"], np.linalg.norm(A_sharp @ Bj) - claimed["lemma5"](A_sharp, Bj))
+        keep("lemma5", np.linalg.norm(A_sharp @ Bj) - claimed["lemma5"](A_sharp, Bj))
         P, Q = rng.normal(size=(n, 5)), rng.normal(size=(5, n))
         for P_, Q_ in ((P, Q), (P, P.T)):  # random, and Cauchy-Schwarz's equality Q = P^T
-            worst["lemma6"] = max(worst["lemma6"], abs(np.trace(P_ @ Q_)) - claimed["lemma6"](P_, Q_))
+            keep("lemma6", abs(np.trace(P_ @ Q_)) - claimed["lemma6"](P_, Q_))
     ok = worst["lemma5"] <= 1e-9 and worst["lemma6"] <= 1e-9 and worst["lemma7_rel_error"] <= 1e-7
     return Outcome(
-        "holds" if ok else "violated",
+        cell_verdict(0 if ok else 1, len(nan_in)),
         f"max(lhs - rhs): Lemma 5 {worst['lemma5']:.2e}, Lemma 6 {worst['lemma6']:.2e}; Lemma 7 worst "
-        f"relative error {worst['lemma7_rel_error']:.1e}.",
+        f"relative error {worst['lemma7_rel_error']:.1e}."
+        + (f" NaN (no verdict) in {sorted(nan_in)}." if nan_in else ""),
         {k: float(v) for k, v in worst.items()},
     )
 
@@ -623,22 +630,34 @@ def _enumerated_error(q: Any, x: np.ndarray) -> float:
 def assumption2(ctx: CheckContext, claimed_delta: Any) -> Outcome:
     rng = np.random.default_rng(0)
     worst: dict[str, float] = {}
+    nan_for: set[str] = set()
     for _ in range(60 if ctx.quick else 400):
         d = int(rng.integers(1, 9))
         x = rng.normal(size=d) * rng.exponential(size=d)
         for q in (Identity(), RandK(max(1, d // 3)), TopK(max(1, d // 3)), Gossip(0.3), QSGD(1), QSGD(4)):
             allowed = (1 - claimed_delta(q, d)) * float(x @ x)
             measured = _enumerated_error(q, x)
-            excess = measured - allowed * (1 + 1e-9) - 1e-12
-            worst[q.name] = max(worst.get(q.name, -np.inf), excess / float(x @ x))
+            excess = (measured - allowed * (1 + 1e-9) - 1e-12) / float(x @ x)
+            if undefined(excess):  # max() would keep the earlier value: NaN is above nothing
+                nan_for.add(q.name)
+            worst[q.name] = max(worst.get(q.name, -np.inf), excess)
     bad = [name for name, w in worst.items() if w > 0]
     return Outcome(
-        "holds" if not bad else "violated",
+        cell_verdict(len(bad), len(nan_for)),
         "largest (E||Q(x) - x||^2 - (1 - delta) ||x||^2) / ||x||^2 by operator: "
         + ", ".join(f"{k} {v:+.3g}" for k, v in worst.items())
-        + (f"; above 0 (violated) for {bad}." if bad else " (all <= 0)."),
+        + _assumption2_tail(bad, nan_for),
         {"worst_excess": worst, "violated_for": bad},
     )
+
+
+def _assumption2_tail(bad: list[str], nan_for: set[str]) -> str:
+    """The end of assumption2's summary: the operators above 0, else those with a NaN excess, else "all"."""
+    if bad:
+        return f"; above 0 (violated) for {bad}."
+    if nan_for:
+        return f"; NaN (no verdict) for {sorted(nan_for)}."
+    return " (all <= 0)."
 
 
 def _a_of_kappa(kappa: float) -> float:

@@ -37,7 +37,7 @@ from bounds.pep import CERTIFICATE_RTOL
 from paper_checks.context import CheckContext
 from paper_checks.parallel import cell_map
 from paper_checks.registry import Outcome, check
-from paper_checks.statements import NON_IID_REPAIR, PROPOSITION_1, Bound, Cell
+from paper_checks.statements import NON_IID_REPAIR, PROPOSITION_1, Bound, Cell, undefined, undefined_note
 
 USABLE_CERTIFICATE = 1e-3  # the largest certificate error of a worst case the check compares with
 WEIGHTS = {"ring": "paper", "path": "metropolis", "complete": "paper"}
@@ -136,7 +136,10 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
     below_instance = [r for r in rows if r["bound"] < r["true_instance"] * (1 - 1e-9)]
     uncertified = [r for r in rows if not np.isfinite(r["worst_case"])]
     below_pep = [r for r in rows if r["bound"] < r["worst_case"] * (1 - _tolerance(r["certificate_error"]))]
-    status = "violated" if below_instance else "inconclusive" if below_pep or uncertified else "holds"
+    nan_bound = [r for r in rows if undefined(r["bound"])]  # compares false with every worst case
+    status = (
+        "violated" if below_instance else "inconclusive" if below_pep or uncertified or nan_bound else "holds"
+    )
     ratios = [r["ratio_bound"] for r in rows if np.isfinite(r["ratio_bound"])] or [float("nan")]
     claimed = [r for r in rows if r["paper_condition_ok"]]  # where Proposition 1 claims anything
     known = [r["ratio_paper"] for r in claimed if np.isfinite(r["ratio_paper"])]
@@ -158,6 +161,7 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
         f"{largest['seconds']:.1f} s ({largest['topology']}, N = {largest['N']}, "
         f"tau1 = {largest['tau1']}, tau2 = {largest['tau2']}, K = {largest['K']}; two SDPs)."
     )
+    summary += undefined_note(len(nan_bound), "The bound")
     return Outcome(status, summary, {"table": rows})
 
 
