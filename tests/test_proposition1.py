@@ -10,7 +10,7 @@ import pytest
 import sympy
 from scipy.optimize import brentq
 
-from bounds import InputError, bound_grid, dfl_bound, eta_max
+from bounds import InputError, bound_grid, dfl_bound, eta_max, local_step_mask
 from bounds.dfl import formulas as f
 from bounds.dfl import symbolic as s
 
@@ -242,3 +242,17 @@ def test_an_eta_max_beyond_float64_is_inf_and_said() -> None:
     assert r.eta_max == float("inf") and r.eta_condition_ok and "beyond float64's range" in r.message
     assert "beyond" not in dfl_bound(**{**BASE, "L": 1e-300}).message  # eta_max ~ 1e298: a float
     assert dfl_bound(**{**BASE, "L": 1e-300}).eta_max < 1e300
+
+
+def test_the_repairs_count_the_local_steps_the_simulator_takes() -> None:
+    """With sigma^2 = 0 the repair is 2 gap / (eta n_local): n_local must be the local steps of Algorithm 1's
+    schedule (local_step_mask, which sim runs). A tail T - K tau longer than tau1 (all local steps, outside
+    footnote 1) was counted as tau1 of them (6 against the simulator's 7 at T = 13, tau1 = 2, tau2 = 3: a
+    probe); the repairs are not derived there and are inf."""
+    for tau1, tau2, T in itertools.product(range(1, 5), range(1, 4), range(1, 30)):
+        r = dfl_bound(L=1, sigma2=0, N=1, eta=0.01, tau1=tau1, tau2=tau2, zeta=0.5, T=T, gap=1)
+        if T % (tau1 + tau2) > tau1:
+            assert math.isinf(r.bound_repaired) and math.isinf(r.bound_non_iid), (tau1, tau2, T)
+            assert "our repairs, derived under it, are inf there" in r.message
+        else:
+            assert 2 / (0.01 * r.bound_repaired) == pytest.approx(local_step_mask(tau1, tau2, T).sum())

@@ -45,12 +45,13 @@ class DFLBound(Result):
         bound_repaired: our repair's right side, a bound on the average of ||grad F(u_t)||^2 over
             the local steps only: 2 gap / (eta n_local) + eta L sigma^2 / N
             + 2 eta^2 L^2 sigma^2 (tau1 zeta^(2 tau2) / (1 - zeta^(2 tau2)) + (tau1 - 1) / 2),
-            n_local = K tau1 + min(tail, tau1) the local steps among the T (identical nodes,
-            independent noises, under (eta)); derived for beta_var = 0, so inf where beta_var > 0.
+            n_local = K tau1 + tail the local steps among the T (identical nodes, independent noises,
+            under (eta)); derived for beta_var = 0 and a tail T - K tau <= tau1 (footnote 1), so inf
+            where beta_var > 0 or the tail is longer.
         bound_non_iid: the repair for non-i.i.d. data (heterogeneity varsigma^2, README Finding 6):
             2 gap / (eta n_local) + eta L sigma^2 / N + drift_term_repaired, a bound on the same
             local-step average, under eta L <= 1 and rho_D <= 1/2 (``non_iid_condition_ok``);
-            derived for beta_var = 0, so inf where beta_var > 0.
+            derived for beta_var = 0 and a tail <= tau1, so inf where beta_var > 0 or the tail is longer.
         sync_sgd_term: 2 [F(u_1) - F_inf] / (eta T) + eta L sigma^2 / N.
         local_drift_term: 2 eta^2 L^2 sigma^2 (tau1 / (1 - zeta^(2 tau2)) - 1).
         drift_term_paper: the same term, under the name of the drift comparison: the paper's
@@ -214,7 +215,8 @@ def dfl_bound(
         }
     rounds = np.floor(T_ / (t1 + t2))
     tail = T_ - rounds * (t1 + t2)
-    local_rounds = (rounds * t1 + np.minimum(tail, t1)) / t1  # K of the repair: local steps / tau1
+    local_rounds = (rounds * t1 + np.minimum(tail, t1)) / t1  # K of the repair: local steps / tau1 (inf
+    # below where the tail is longer than tau1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         repaired = f.candidate_local_step_bound(eta_, L_, s2, N_, t1, t2, z, local_rounds, gap_)
         out["bound_repaired"] = mixing(repaired)
@@ -234,8 +236,10 @@ def dfl_bound(
             rho <= 0.5 * (1 + CONDITION_RTOL)
         )
         out["non_iid_eta_max"] = mixing(f.eta_max_non_iid(L_, t1, t2, z), 0.0)
-    for name in ("bound_repaired", "bound_non_iid"):  # derived for beta_var = 0 (README Finding 0, 6)
-        out[name] = np.where(bv > 0, np.inf, out[name])
+    for name in ("bound_repaired", "bound_non_iid"):  # derived for beta_var = 0 (README Finding 0, 6), and
+        # for a tail of at most tau1 local steps (footnote 1): Algorithm 1's longer tail, all local steps in a
+        # row, drifts further than a round does (counting tau1 of its steps disagreed with the simulator)
+        out[name] = np.where((bv > 0) | (tail > t1), np.inf, out[name])
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
     out = {k: scalar_or_array(np.asarray(v)) for k, v in out.items()}
@@ -348,7 +352,7 @@ def _message(
             "T - K tau > tau1 at "
             + ("this point" if scalar else f"{int(late.sum())} point(s)")
             + ": footnote 1 of the paper assumes the tail after the last "
-            "round has at most tau1 local steps"
+            "round has at most tau1 local steps (our repairs, derived under it, are inf there)"
         )
     return "; ".join(notes)
 
