@@ -129,6 +129,21 @@ def real_number(name: str, value: Any, **domain: Any) -> float:
     return float(arr)
 
 
+def flag(name: str, value: Any, *, none: bool = False) -> bool | None:
+    """A true/false argument as a bool (None too where ``none``): 'no', 0 or an array are not one (a
+    truthy string silently meant True)."""
+    if (value is None and none) or isinstance(value, bool | np.bool_):
+        return None if value is None else bool(value)
+    expected = "True, False or None" if none else "True or False"
+    raise InputError(f"{name} = {value!r} is not a flag (expected {expected})")
+
+
+def whole_number(name: str, value: Any, **domain: Any) -> int:
+    """One integer: :func:`real_number` with ``integer=True`` (an array of them is refused, not a TypeError
+    from int())."""
+    return int(real_number(name, value, integer=True, **domain))
+
+
 def whole_numbers(a: np.ndarray) -> bool:
     """Whether ``a`` holds integers: of an integer or boolean dtype, or finite floats without a fraction."""
     return a.dtype.kind in "biu" or (

@@ -71,6 +71,11 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """
     if x not in ("step", "model_time"):
         raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
+    if not isinstance(runs, Mapping):  # a list of tables was an AttributeError ('items')
+        raise InputError(
+            f"run_curves: runs is a {type(runs).__name__} (expected a mapping of run names to metrics "
+            "tables, {'name': pandas.read_csv('.../metrics.csv')})"
+        )
     if not runs:
         raise InputError("run_curves: no runs (expected at least one metrics table)")
     for name, frame in runs.items():
@@ -281,10 +286,12 @@ def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
         raise InputError(f"cost of shape {cost.shape} and value of shape {value.shape} (expected two 1-d "
                          "arrays of one length)")  # fmt: skip
     order = np.lexsort((value, cost))
-    best, mask = np.inf, np.zeros(len(cost), dtype=bool)
+    best, best_cost, mask = np.inf, np.nan, np.zeros(len(cost), dtype=bool)
     for i in order:
-        if np.isfinite(cost[i]) and np.isfinite(value[i]) and value[i] < best:
-            mask[i], best = True, value[i]
+        if not (np.isfinite(cost[i]) and np.isfinite(value[i])):
+            continue
+        if value[i] < best or (value[i] == best and cost[i] == best_cost):  # an equal cell beats no one
+            mask[i], best, best_cost = True, value[i], cost[i]
     return mask
 
 

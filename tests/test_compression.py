@@ -120,3 +120,14 @@ def test_deltas_and_bits() -> None:
 def test_bad_parameters(build, message: str) -> None:
     with pytest.raises(InputError, match=message):
         build()
+
+
+def test_random_compressors_need_a_generator_and_gossip_takes_numpy_numbers() -> None:
+    """rng = None was an AttributeError from inside the draw; Gossip(True) was p = 1, and np.float32(0.5) 'out
+    of range' (an API probe)."""
+    for name, param in (("rand_k", 1), ("gossip", 0.5), ("qsgd", 4)):
+        with pytest.raises(InputError, match=r"rng = None is not a random generator"):
+            make_compressor(name, param)([1.0, -3.0, 2.0], None)
+    with pytest.raises(InputError, match="p = True is a boolean"):
+        Gossip(True)
+    assert Gossip(np.float32(0.5)).p == 0.5 and Gossip(np.float32(0.5)).delta(4) == 0.5

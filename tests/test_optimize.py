@@ -291,3 +291,42 @@ def test_a_bad_mixing_matrix_is_named_before_its_size() -> None:
     with pytest.raises(InputError, match="C is 2 x 2 but N = 10"):
         optimize_dfl(L=1.0, sigma2=1.0, N=10, gap=1.0, C=np.full((2, 2), 0.5), cost=CostModel(1, 1),
                      budget_seconds=9)  # fmt: skip
+
+
+def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
+    """An array for one integer, or a list for the bound's name, was a TypeError from int() or a dict lookup
+    (an API probe); flags and Erdos-Renyi's p likewise."""
+    from bounds import local_step_mask, make_graph, mixing_matrix, optimize_cdfl, zeta
+
+    base = {
+        "L": 1,
+        "sigma2": 1,
+        "N": 4,
+        "gap": 1,
+        "zeta": 0.8,
+        "cost": CostModel(1, 1),
+        "budget_seconds": 100,
+    }
+    cdfl = {"L": 1, "mu": 0.1, "sigma2_bar": 1, "G2": 1, "N": 10, "zeta": 0.87, "beta_mix": 4 / 3, "dim": 3,
+            "t_comp": 1, "latency": 0.1, "bandwidth": 1e6, "budget_seconds": 1000, "max_tau1": 3,
+            "max_tau2": 3}  # fmt: skip
+    cases = [
+        (lambda: local_step_mask(2, 1, np.array([3, 4])), r"T = array\(\[3, 4\]\) is not a single number"),
+        (
+            lambda: optimize_dfl(**base, max_tau1=np.array([3, 4])),
+            r"max_tau1 = array\(\[3, 4\]\) is not a single",
+        ),
+        (lambda: optimize_dfl(**base, bound=[]), r"unknown bound \[\]"),
+        (
+            lambda: optimize_cdfl(**cdfl | {"dim": np.array([3, 4])}),
+            r"dim = array\(\[3, 4\]\) is not a single",
+        ),
+        (lambda: optimize_cdfl(**cdfl, bound={}), r"bound = \{\} is unknown"),
+        (lambda: make_graph("erdos-renyi", 8, p=True), "p = True is a boolean"),
+        (lambda: make_graph("erdos-renyi", 8, p="0.5"), "p = '0.5' is a string"),
+        (lambda: mixing_matrix(make_graph("ring", 5), sparse="no"), "sparse = 'no' is not a flag"),
+        (lambda: zeta(np.eye(3), allow_disconnected="no"), "allow_disconnected = 'no' is not a flag"),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            call()

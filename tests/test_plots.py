@@ -62,11 +62,18 @@ def test_pareto_front_by_brute_force(tmp_path) -> None:
     from plots.figures import pareto_front, pareto_mask
 
     rng = np.random.default_rng(0)
-    cost, value = rng.random(60), rng.random(60)
-    mask = pareto_mask(cost, value)
-    for i in range(60):
-        dominated = any(cost[j] <= cost[i] and value[j] < value[i] for j in range(60) if j != i)
-        assert mask[i] == (not dominated)
+    # continuous draws, and small integers full of ties (two equal cells beat neither: both were not kept)
+    for cost, value in (
+        (rng.random(60), rng.random(60)),
+        (rng.integers(0, 4, 60) * 1.0, rng.integers(0, 4, 60) * 1.0),
+    ):
+        mask = pareto_mask(cost, value)
+        for i in range(60):
+            dominated = any(
+                cost[j] <= cost[i] and value[j] <= value[i] and (cost[j], value[j]) != (cost[i], value[i])
+                for j in range(60)
+            )
+            assert mask[i] == (not dominated), i
     r = optimize_cdfl(
         L=1,
         mu=0.1,
@@ -119,6 +126,8 @@ def test_pareto_front_and_figures_name_bad_tables() -> None:
         pareto_front(grid.assign(bound=[1.0, 2.0]), cost="gossip")
     with pytest.raises(InputError, match="x = 'bogus' is unknown"):
         run_curves({}, x="bogus")
+    with pytest.raises(InputError, match="runs is a list \\(expected a mapping of run names"):
+        run_curves([grid])
 
 
 def test_fig3_draws_exact_consensus_and_refuses_bad_variances(tmp_path) -> None:

@@ -256,3 +256,11 @@ def test_the_repairs_count_the_local_steps_the_simulator_takes() -> None:
             assert "our repairs, derived under it, are inf there" in r.message
         else:
             assert 2 / (0.01 * r.bound_repaired) == pytest.approx(local_step_mask(tau1, tau2, T).sum())
+
+
+def test_bound_grid_names_itself_and_an_empty_axis() -> None:
+    """A missing constant was dfl_bound's TypeError; an empty axis showed the mesh of shape (0, 1, 1)."""
+    with pytest.raises(InputError, match=r"^bound_grid needs sigma2, N, eta, T, gap"):
+        bound_grid(tau1=[1, 2], tau2=[3], zeta=[0.5], L=1)
+    with pytest.raises(InputError, match=r"^tau1 = \[\] is empty"):
+        bound_grid(tau1=[], tau2=[3], zeta=[0.5], L=1, sigma2=1, N=10, eta=0.01, T=1000, gap=1)

@@ -44,6 +44,17 @@ __all__ = ["COMPRESSORS", "QSGD", "Compressor", "Gossip", "Identity", "RandK", "
 FLOAT_BITS = 32
 
 
+def _generator(rng: object, compressor: object) -> np.random.Generator:
+    """``rng`` as the random generator a random compressor draws from; InputError for anything else (None
+    was an AttributeError from inside the draw)."""
+    if isinstance(rng, np.random.Generator) or hasattr(rng, "random"):  # (sims' scripted stand-ins too)
+        return rng  # type: ignore[return-value]
+    raise InputError(
+        f"rng = {rng!r} is not a random generator (expected numpy.random.default_rng(seed): "
+        f"{type(compressor).__name__} draws at random)"
+    )
+
+
 def _vector(x: object) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
@@ -136,7 +147,7 @@ class RandK(_Sparsifier):
         v = _vector(x)
         self.check_dimension(v.size)
         out = np.zeros_like(v)
-        keep = rng.choice(v.size, size=self.k, replace=False)
+        keep = _generator(rng, self).choice(v.size, size=self.k, replace=False)
         out[keep] = v[keep]
         return out
 
@@ -177,9 +188,11 @@ class Gossip(Compressor):
     name = "gossip"
     random = True
 
-    def __post_init__(self) -> None:
-        if not (isinstance(self.p, int | float) and 0.0 < self.p <= 1.0):
+    def __post_init__(self) -> None:  # True was p = 1; np.float32(0.5) was "out of range"
+        p = real_number("p", self.p)
+        if not 0.0 < p <= 1.0:
             raise InputError(f"p = {self.p!r} is out of range (expected 0 < p <= 1)")
+        object.__setattr__(self, "p", p)
 
     def delta(self, d: int) -> float:
         self.check_dimension(d)
@@ -190,7 +203,7 @@ class Gossip(Compressor):
 
     def __call__(self, x: object, rng: np.random.Generator) -> np.ndarray:
         v = _vector(x)
-        return v.copy() if rng.random() < self.p else np.zeros_like(v)
+        return v.copy() if _generator(rng, self).random() < self.p else np.zeros_like(v)
 
     def expected_error(self, x: object) -> float:
         v = _vector(x)
@@ -231,7 +244,7 @@ class QSGD(Compressor):
     def __call__(self, x: object, rng: np.random.Generator) -> np.ndarray:
         v = _vector(x)
         low, frac, norm = self._levels(v)
-        level = low + (rng.random(v.size) < frac)
+        level = low + (_generator(rng, self).random(v.size) < frac)
         return np.sign(v) * norm / (self.s * self.c(v.size)) * level
 
     def expected_error(self, x: object) -> float:

@@ -391,5 +391,12 @@ def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
         if np.ndim(axis) > 1:  # meshgrid flattened a 2-d axis into one of its length
             raise InputError(f"{name} has shape {np.shape(axis)} (expected a number or a 1-d list: an "
                              "axis of the mesh)")  # fmt: skip
+        if np.size(axis) == 0:  # (dfl_bound showed the empty mesh, shape (0, 1, 1))
+            raise InputError(f"{name} = {axis!r} is empty (expected a number or a non-empty 1-d list)")
+    missing = [k for k in ("L", "sigma2", "N", "eta", "T", "gap") if k not in scalars]
+    if missing:  # (dfl_bound's TypeError named dfl_bound)
+        raise InputError(
+            f"bound_grid needs {', '.join(missing)} (expected the keyword arguments of dfl_bound)"
+        )
     t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta), indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)

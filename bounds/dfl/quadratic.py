@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
+from bounds._checks import InputError, real_array, whole_number
 from bounds.dfl.schedule import local_step_mask
 from bounds.graph.mixing import Matrix, as_dense, check_mixing_matrix
 
@@ -116,7 +116,7 @@ def exact_quadratic_dfl_runs(
     eta_ = np.array([float(real_array("eta", e, low=0, low_open=True)) for e in eta])[:, None, None]
     L_ = np.array([float(real_array("L", x, low=0)) for x in L])[:, None, None]
     s2 = np.array([float(real_array("sigma2", x, low=0)) for x in sigma2])[:, None, None]
-    steps = [int(real_array("T", t, low=1, integer=True)) for t in T]
+    steps = [whole_number("T", t, low=1) for t in T]
     minimisers = [_targets(n, b) for b in targets]
     if len({b.shape[1] for b in minimisers}) > 1:
         raise InputError(
@@ -297,7 +297,7 @@ def exact_quadratic_non_iid_runs(
     d = A.shape[2]
     eta_ = np.array([float(real_array("eta", e, low=0, low_open=True)) for e in eta])
     s2 = np.array([float(real_array("sigma2", s, low=0)) for s in sigma2])
-    steps = [int(real_array("T", t, low=1, integer=True)) for t in T]
+    steps = [whole_number("T", t, low=1) for t in T]
     A_bar = A.mean(axis=1)  # (m, d, d)
     b_bar = np.einsum("mnij,mnj->mi", A, a) / n
     M = np.stack([np.tile(p[2], (n, 1)) for p in problems])  # (m, N, d)

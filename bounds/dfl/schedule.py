@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bounds._checks import real_array
+from bounds._checks import whole_number
 
 __all__ = ["local_step_mask"]
 
@@ -22,9 +22,9 @@ def local_step_mask(tau1: int, tau2: int, T: int) -> np.ndarray:
     >>> local_step_mask(2, 1, 7).astype(int).tolist()
     [1, 1, 0, 1, 1, 0, 1]
     """
-    t1 = int(real_array("tau1", tau1, low=1, integer=True))
-    t2 = int(real_array("tau2", tau2, low=0, integer=True))
-    n = int(real_array("T", T, low=1, high=MAX_STEPS, integer=True))
+    t1 = whole_number("tau1", tau1, low=1)
+    t2 = whole_number("tau2", tau2, low=0)
+    n = whole_number("T", T, low=1, high=MAX_STEPS)
     tau = t1 + t2
     rounds = n // tau
     mask = np.ones(n, dtype=bool)

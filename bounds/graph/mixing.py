@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import UNREADABLE_FILE_ERRORS, InputError, real_number
+from bounds._checks import UNREADABLE_FILE_ERRORS, InputError, flag, real_number
 from bounds.graph.names import WEIGHT_RULES, check_topology_file, check_weight_rule
 
 __all__ = [
@@ -158,6 +158,7 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     if not isinstance(graph, nx.Graph):
         raise InputError(f"graph = {type(graph).__name__} (expected a networkx Graph; a matrix is checked by "
                          "check_mixing_matrix)")  # fmt: skip
+    sparse = flag("sparse", sparse, none=True)
     if graph.is_directed():  # weights of an undirected graph: a directed one was read as undirected
         raise InputError("the graph is directed (expected an undirected networkx Graph: C must be symmetric)")
     if rule == "lazy":

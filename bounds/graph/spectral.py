@@ -29,7 +29,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import InputError
+from bounds._checks import InputError, flag
 from bounds.graph.mixing import Matrix, check_mixing_matrix
 
 __all__ = ["SpectralSummary", "consensus_op_norm", "spectral_summary", "zeta"]
@@ -83,6 +83,7 @@ def spectral_summary(C: Matrix, *, allow_disconnected: bool = False) -> Spectral
     >>> round(spectral_summary(mixing_matrix(ring(10))).zeta, 4)
     0.8727
     """
+    allow_disconnected = flag("allow_disconnected", allow_disconnected)
     M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
     n = M.shape[0]
     if n == 1:
@@ -109,6 +110,7 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
     >>> round(zeta(np.full((4, 4), 0.25)), 12)  # C = J
     0.0
     """
+    allow_disconnected = flag("allow_disconnected", allow_disconnected)
     M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
     if not sp.issparse(M) or M.shape[0] == 1:
         return spectral_summary(M, allow_disconnected=allow_disconnected).zeta

@@ -22,7 +22,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from bounds._checks import InputError
+from bounds._checks import InputError, real_number
 from bounds.graph.names import check_topology_file, check_topology_name
 
 __all__ = [
@@ -128,6 +128,7 @@ def erdos_renyi(nodes: int, p: float | None = None, seed: int = 0, max_tries: in
     n = _check_nodes("erdos-renyi", nodes, 1)
     if p is None:
         p = min(1.0, 2.0 * math.log(max(n, 2)) / n)
+    p = real_number("p", p)  # True was p = 1 (a complete graph), '0.5' a TypeError
     if not 0.0 < p <= 1.0:
         raise InputError(f"p = {p!r} is out of range for topology 'erdos-renyi' (expected 0 < p <= 1)")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**63:

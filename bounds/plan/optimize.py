@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bounds._checks import MAX_EXACT_INTEGER, InputError, real_array, real_number
+from bounds._checks import MAX_EXACT_INTEGER, InputError, real_number, whole_number
 from bounds.dfl import formulas as f
 from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
@@ -218,7 +218,7 @@ def optimize_dfl(
     z = real_number("zeta", zeta, low=0, high=1)
     v2 = real_number("heterogeneity", heterogeneity, low=0)
     fixed = None if eta is None else real_number("eta", eta, low=0, low_open=True)
-    bound = ALIASES.get(bound, bound)
+    bound = ALIASES.get(bound, bound) if isinstance(bound, str) else bound  # ([] was unhashable)
     if bound not in BOUNDS:
         raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
     if v2 > 0 and bound != "non-iid":
@@ -304,8 +304,8 @@ def budget_grid(
     nowhere, unless not ``require_a_round``: a caller trying several costs decides after the last)."""
     if budget_seconds is None and max_local_steps is None and max_gossip_steps is None:
         raise InputError("no budget given (expected budget_seconds and/or max_local_steps/max_gossip_steps)")
-    t1_max = int(real_array("max_tau1", max_tau1, low=1, integer=True))
-    t2_max = int(real_array("max_tau2", max_tau2, low=1, integer=True))
+    t1_max = whole_number("max_tau1", max_tau1, low=1)
+    t2_max = whole_number("max_tau2", max_tau2, low=1)
     if t1_max * t2_max > MAX_GRID_CELLS:
         raise InputError(
             f"max_tau1 x max_tau2 = {t1_max} x {t2_max} = {t1_max * t2_max:,} cells is too many (expected at "

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from bounds._checks import InputError, real_array
+from bounds._checks import InputError, whole_number
 from bounds.cdfl.compression import Compressor, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.plan.cost import CostModel
@@ -80,9 +80,9 @@ def optimize_cdfl(
     Lemma 13 bounds F(w) - F*, so Proposition 1's gap F(u_1) - F_inf plays no part. The result's grid has one
     row per (compressor, tau1, tau2) cell, with its delta and message bits.
     """
-    if bound not in CDFL_BOUNDS:
+    if not isinstance(bound, str) or bound not in CDFL_BOUNDS:
         raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
-    d = int(real_array("dim", dim, low=1, integer=True))
+    d = whole_number("dim", dim, low=1)
     if candidates is not None and (
         isinstance(candidates, str)
         or not candidates
