@@ -109,6 +109,14 @@ def test_a_large_sparse_periodic_c_is_refused_as_the_dense_one_is(n: int) -> Non
     assert zeta(R, allow_disconnected=True) == 1.0
     summary = spectral_summary(R, allow_disconnected=True)
     assert (summary.zeta, summary.lambda_N, summary.beta_mix) == (1.0, -1.0, 2.0)
+    stored = R.copy()
+    stored.setdiag(
+        0.0
+    )  # explicit zeros: a self-loop (or an odd chord) for a graph built from the stored entries
+    stored[0, 2] = stored[2, 0] = 0.0
+    assert stored.nnz > R.nnz
+    with pytest.raises(InputError, match="eigenvalue -1"):  # (a review: stored zeros hid the bipartite graph)
+        zeta(stored)
     odd = _zero_diagonal_ring(n + 1)  # not bipartite: zeta = cos(pi / (n + 1)) < 1, by Lanczos
     assert zeta(odd) == pytest.approx(np.cos(np.pi / (n + 1)), abs=1e-12)
     import networkx as nx

@@ -253,6 +253,9 @@ def test_edge_lists_from_any_iterable_of_pairs_and_from_networkx_files(tmp_path)
             InputError, match=r"^edges = [^\n]* integer node ids >= 0\): .*(nan|inf)\W* is not one"
         ):
             from_edge_list(edges)  # int(nan) raised ValueError, int(inf) OverflowError (a probe)
+    assert (
+        from_edge_list([(0, 1), (1, 2**70)]).number_of_nodes() == 3
+    )  # any int is an id (np.isfinite: TypeError)
 
 
 def test_the_tolerance_of_the_mixing_check_is_checked_itself() -> None:

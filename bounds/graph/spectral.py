@@ -211,7 +211,7 @@ def _periodic(M: sp.csr_matrix) -> bool:
     part). Lanczos, which sees -1 and lambda_2 close to 1 as nearly equal in magnitude, may miss it."""
     if M.diagonal().any():
         return False
-    graph = nx.from_scipy_sparse_array(M)
+    graph = nx.from_scipy_sparse_array(M != 0)  # (a stored zero is no edge: C.setdiag(0) stores N of them)
     return nx.is_connected(graph) and nx.is_bipartite(graph)
 
 

@@ -185,8 +185,8 @@ def _node_id(x: object) -> int | None:
     """x as a node id (an integer >= 0, of any integer type or a whole float), or None."""
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
         return None
-    if not np.isfinite(x):  # int() raised ValueError for NaN, OverflowError for inf
-        return None
+    if isinstance(x, float | np.floating) and not np.isfinite(x):  # int() raised ValueError, OverflowError
+        return None  # (ints of any size are ids: np.isfinite(2**70) raised TypeError)
     return int(x) if float(x) == int(x) and x >= 0 else None
 
 
