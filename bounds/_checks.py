@@ -31,8 +31,9 @@ class InputError(ValueError):
 
 
 # what numpy raises for a file that is not the .npy/.npz it claims to be: cut short (EOFError, BadZipFile),
-# damaged (a bad CRC: BadZipFile; a compressed member: zlib.error), or not numpy at all (ValueError)
-UNREADABLE_FILE_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
+# damaged (a bad CRC: BadZipFile; a compressed member: zlib.error; a header's method or flags byte:
+# NotImplementedError, "compression method is not supported"), or not numpy at all (ValueError)
+UNREADABLE_FILE_ERRORS = (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error)
 
 
 def absent_file(path: Path) -> str:

@@ -296,6 +296,10 @@ def _fig6(
         accuracy = {k: [-_final_accuracy(c) for c in curves[k]] for k in order}
         loss_verdict, loss_pairs = _ordering(values, order, family)
         accuracy_verdict, accuracy_pairs = _ordering(accuracy, order, family)
+        for pair in accuracy_pairs:  # the evidence in accuracies, not their negatives (the margins stay)
+            pair |= {k: -pair[k] for k in ("better_mean", "worse_mean")}
+            pair |= {k: [-v for v in pair[k]] for k in ("better_per_seed", "worse_per_seed")}
+            pair["quantity"] = "test accuracy (higher is better; mean_margin = better - worse)"
         loss = ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
         return {"verdicts": (loss_verdict, accuracy_verdict), "pairs": loss_pairs, "curves": curves,
                 "accuracy_pairs": accuracy_pairs, "loss": loss,

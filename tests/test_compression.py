@@ -131,3 +131,13 @@ def test_random_compressors_need_a_generator_and_gossip_takes_numpy_numbers() ->
     with pytest.raises(InputError, match="p = True is a boolean"):
         Gossip(True)
     assert Gossip(np.float32(0.5)).p == 0.5 and Gossip(np.float32(0.5)).delta(4) == 0.5
+
+
+def test_a_python_random_or_the_numpy_module_is_not_a_generator() -> None:
+    """random.Random passed a hasattr('random') test and failed inside choice(size=...) (a review)."""
+    import random
+
+    for rng in (random.Random(0), np.random):
+        with pytest.raises(InputError, match="is not a random generator"):
+            make_compressor("rand_k", 1)([1.0, -3.0, 2.0], rng)
+    assert make_compressor("rand_k", 1)([1.0, -3.0, 2.0], np.random.RandomState(0)).tolist().count(0.0) == 2

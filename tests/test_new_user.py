@@ -533,6 +533,9 @@ def _damaged(source: Path, how: str, tmp_path: Path) -> Path:
     data = bytearray(source.read_bytes())
     if how == "cut short":
         data = data[: len(data) // 2]
+    elif how == "unknown method":  # the first member's compression method in the central directory: 99
+        at = data.index(b"PK\x01\x02") + 10
+        data[at : at + 2] = (99).to_bytes(2, "little")
     else:  # inside the first member's data: the archive's directory stays intact
         data[len(data) // 4 : len(data) // 4 + 16] = b"\x55" * 16
     path = tmp_path / f"damaged-{how.replace(' ', '-')}.npz"
@@ -540,10 +543,11 @@ def _damaged(source: Path, how: str, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("how", ["cut short", "overwritten", "compressed"])
+@pytest.mark.parametrize("how", ["cut short", "overwritten", "compressed", "unknown method"])
 def test_damaged_npz_files_are_refused_in_one_line(capsys, tiny, tmp_path, how: str) -> None:
-    """A damaged .npz (cut short by a full disk, a flipped byte) was a BadZipFile or zlib.error traceback
-    from --init-params, --dataset npz: and matrix: (numpy raises neither OSError nor ValueError)."""
+    """A damaged .npz (cut short by a full disk, a flipped byte) was a BadZipFile, zlib.error or
+    NotImplementedError traceback from --init-params, --dataset npz: and matrix: (numpy raises neither
+    OSError nor ValueError)."""
     saved = tmp_path / "saved"
     assert sim_main([*_base(tiny, saved), "--save-params"]) == 0
     capsys.readouterr()

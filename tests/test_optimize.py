@@ -296,7 +296,7 @@ def test_a_bad_mixing_matrix_is_named_before_its_size() -> None:
 def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
     """An array for one integer, or a list for the bound's name, was a TypeError from int() or a dict lookup
     (an API probe); flags and Erdos-Renyi's p likewise."""
-    from bounds import local_step_mask, make_graph, mixing_matrix, optimize_cdfl, zeta
+    from bounds import check_mixing_matrix, local_step_mask, make_graph, mixing_matrix, optimize_cdfl, zeta
 
     base = {
         "L": 1,
@@ -326,6 +326,10 @@ def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
         (lambda: make_graph("erdos-renyi", 8, p="0.5"), "p = '0.5' is a string"),
         (lambda: mixing_matrix(make_graph("ring", 5), sparse="no"), "sparse = 'no' is not a flag"),
         (lambda: zeta(np.eye(3), allow_disconnected="no"), "allow_disconnected = 'no' is not a flag"),
+        (
+            lambda: check_mixing_matrix(np.eye(4), require_connected="no"),
+            "require_connected = 'no' is not a flag",
+        ),
     ]
     for call, message in cases:
         with pytest.raises(InputError, match=message):

@@ -47,7 +47,7 @@ FLOAT_BITS = 32
 def _generator(rng: object, compressor: object) -> np.random.Generator:
     """``rng`` as the random generator a random compressor draws from; InputError for anything else (None
     was an AttributeError from inside the draw)."""
-    if isinstance(rng, np.random.Generator) or hasattr(rng, "random"):  # (sims' scripted stand-ins too)
+    if isinstance(rng, np.random.Generator | np.random.RandomState):  # (random.Random lacks choice(size=))
         return rng  # type: ignore[return-value]
     raise InputError(
         f"rng = {rng!r} is not a random generator (expected numpy.random.default_rng(seed): "

@@ -209,6 +209,7 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     bounds._checks.InputError: C is not symmetric: |C[0, 1] - C[1, 0]| = 0.1 (expected C = C^T within 1e-10)
     """
     tol = real_number("tol", tol, low=0)  # NaN accepted any C; '1' raised a TypeError
+    require_connected = flag("require_connected", require_connected)  # 'no' meant True
     kind = C.dtype.kind if sp.issparse(C) else _kind(C)
     if kind == "O":  # objects: numbers such as sympy Rationals or Fractions are real numbers too
         kind = "f" if _real_objects(C) else "?"

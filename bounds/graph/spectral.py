@@ -44,7 +44,8 @@ class SpectralSummary:
 
     Attributes:
         nodes: N.
-        lambda_2: second largest eigenvalue (NaN when N = 1).
+        lambda_2: second largest eigenvalue (NaN when N = 1, and for a large sparse periodic C,
+            with ``allow_disconnected``, where Lanczos does not converge on it).
         lambda_N: smallest eigenvalue (NaN when N = 1).
         zeta: max(|lambda_2|, |lambda_N|) = ||C - J||_op.
         rho: 1 - zeta.
