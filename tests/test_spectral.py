@@ -118,6 +118,12 @@ def test_a_large_sparse_periodic_c_is_refused_as_the_dense_one_is(n: int) -> Non
     assert stored.nnz > R.nnz
     with pytest.raises(InputError, match="eigenvalue -1"):  # (a review: stored zeros hid the bipartite graph)
         zeta(stored)
+    lazy = sp.csr_matrix(mixing_matrix(ring(600)))
+    summary = spectral_summary(sp.block_diag([R, lazy], format="csr"), allow_disconnected=True)
+    assert summary.lambda_N == -1.0  # one periodic component suffices ("did not converge" before, a review)
+    assert (
+        spectral_summary(sp.block_diag([lazy, lazy], format="csr"), allow_disconnected=True).lambda_N > -0.34
+    )
     odd = _zero_diagonal_ring(n + 1)  # not bipartite: zeta = cos(pi / (n + 1)) < 1, by Lanczos
     assert zeta(odd) == pytest.approx(np.cos(np.pi / (n + 1)), abs=1e-12)
     import networkx as nx

@@ -207,13 +207,18 @@ def _sparse_zeta(M: sp.csr_matrix) -> float:
 
 
 def _periodic(M: sp.csr_matrix) -> bool:
-    """Whether C has eigenvalue -1 by its structure: a zero diagonal and a bipartite graph (parts A, B), so
-    that v = 1 on A, -1 on B gives C v = -v exactly (every row of C sums to 1 and reaches only the other
-    part). Lanczos, which sees -1 and lambda_2 close to 1 as nearly equal in magnitude, may miss it."""
-    if M.diagonal().any():
+    """Whether C has eigenvalue -1 by its structure: a connected component with a zero diagonal and a
+    bipartite graph (parts A, B), so that v = 1 on A, -1 on B, 0 elsewhere gives C v = -v exactly (every row
+    of C sums to 1 and reaches only the other part). Lanczos, which sees -1 and lambda_2 close to 1 as nearly
+    equal in magnitude, may miss it."""
+    diagonal = M.diagonal()
+    if diagonal.all():
         return False
     graph = nx.from_scipy_sparse_array(M != 0)  # (a stored zero is no edge: C.setdiag(0) stores N of them)
-    return nx.is_connected(graph) and nx.is_bipartite(graph)
+    return any(
+        not diagonal[list(part)].any() and nx.is_bipartite(graph.subgraph(part))
+        for part in nx.connected_components(graph)
+    )
 
 
 def _sparse_spectrum(M: sp.csr_matrix) -> tuple[float, float, float, str]:
