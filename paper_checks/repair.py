@@ -132,7 +132,8 @@ def _grid(quick: bool) -> dict[str, Any]:
     "repair-nonquadratic",
     "Proposition 1 (our candidate repair)",
     "Our repair (prop1-candidate-repair's bound on the local-step average of ||grad F(u_t)||^2) holds on "
-    "non-quadratic functions with gradient noise, where the local drift changes the left side.",
+    "non-quadratic functions with gradient noise, where the local drift changes the left side (its drift "
+    "term is tested only in cells whose left side exceeds the SGD part alone: the summary counts them).",
     "Monte Carlo of DFL (bounds.dfl.montecarlo) on log-cosh (L = 1, convex), w^2/2 + 3 cos w per coordinate "
     "(L = 4, non-convex) and binary logistic regression on 60 noisy samples (L = lambda_max(X^T X)/(4n)), "
     "all with known F_inf; identical nodes, Gaussian gradient noise sigma^2 = 1 independent across nodes; "
