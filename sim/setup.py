@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from bounds._checks import UNREADABLE_FILE_ERRORS
 from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import nearest_existing, writable_folder
 from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
+from bounds.graph.spectral import has_eigenvalue_minus_one
 from bounds.plan.cost import CostModel
 from sim.algorithms import algorithm, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
@@ -209,6 +211,10 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
         cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
+    if main and not isinstance(C, ExactAverage) and has_eigenvalue_minus_one(C):  # runs, but never agrees
+        print(f"dfl-sim: note: topology {config.topology!r}: C has eigenvalue -1 (a bipartite graph with "
+              "zero self-weights): gossip oscillates and the nodes never reach consensus; zeta = 1, so the "
+              "paper's bounds say nothing here (lazy weights (C + I) / 2 mix)", file=sys.stderr)  # fmt: skip
     digests = {"mixing_digest": mixing_digest(C), "data_digest": data.digest}
     out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)

@@ -564,3 +564,15 @@ def test_damaged_npz_files_are_refused_in_one_line(capsys, tiny, tmp_path, how: 
         err = _one_line_error(capsys, [*_base(tiny, out), flag, value])
         assert fragment in err and str(damaged) in err, (flag, err)
         assert not out.exists()
+
+
+def test_a_periodic_mixing_matrix_runs_with_a_note(capsys, tiny, tmp_path) -> None:
+    """A matrix: file with eigenvalue -1 (a 6-ring with zero self-weights) trained without a word, the nodes
+    never agreeing, while dfl-bounds refuses it (zeta = 1; an API probe): the run now says why."""
+    ring6 = (np.roll(np.eye(6), 1, 0) + np.roll(np.eye(6), -1, 0)) / 2
+    for name, C, noted in (("periodic", ring6, True), ("lazy", (ring6 + np.eye(6)) / 2, False)):
+        np.savetxt(tmp_path / f"{name}.txt", C)
+        argv = [*_base(tiny, tmp_path / name), "--topology", f"matrix:{tmp_path / name}.txt"]
+        assert sim_main(argv) == 0
+        err = capsys.readouterr().err
+        assert ("C has eigenvalue -1 (a bipartite graph with zero self-weights)" in err) == noted, err

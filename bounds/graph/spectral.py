@@ -32,7 +32,7 @@ from scipy.sparse.csgraph import connected_components
 from bounds._checks import InputError, flag
 from bounds.graph.mixing import Matrix, check_mixing_matrix
 
-__all__ = ["SpectralSummary", "consensus_op_norm", "spectral_summary", "zeta"]
+__all__ = ["SpectralSummary", "consensus_op_norm", "has_eigenvalue_minus_one", "spectral_summary", "zeta"]
 
 DISCONNECTED_TOL = 1e-12
 _DENSE_OP_NORM_MAX_NODES = 5000
@@ -204,6 +204,13 @@ def _folded_zeta(M: sp.csr_matrix) -> float:
 def _sparse_zeta(M: sp.csr_matrix) -> float:
     direct = _lanczos(_minus_J(M), "LM", maxiter=30)
     return abs(direct) if direct is not None else _folded_zeta(M)
+
+
+def has_eigenvalue_minus_one(C: Matrix) -> bool:
+    """Whether gossip through C oscillates for ever: C has eigenvalue -1 by its structure (a component with
+    a zero diagonal and a bipartite graph, :func:`_periodic`), so zeta = 1 and the nodes never agree. Exact,
+    no eigenvalues computed; C is taken as a valid mixing matrix (:func:`check_mixing_matrix`)."""
+    return _periodic(sp.csr_matrix(C))
 
 
 def _periodic(M: sp.csr_matrix) -> bool:
