@@ -8,6 +8,7 @@ the check runs again and the file is rewritten, atomically (a crash never leaves
 from __future__ import annotations
 
 import json
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from bounds.serialize import jsonable
 from paper_checks.context import CheckContext
-from paper_checks.registry import Check, Outcome
+from paper_checks.registry import STATUSES, Check, Outcome
 
 __all__ = ["cache_path", "cached_result", "check_result", "pending", "read_cache", "run_one", "write_cache"]
 
@@ -42,9 +43,20 @@ def write_cache(path: Path, result: dict[str, Any]) -> None:
 
 
 def cached_result(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any] | None:
-    """The cached result of ``chk`` if it is still valid in ``context`` (same fingerprint), else None."""
+    """The cached result of ``chk`` if it is still valid in ``context`` (same fingerprint) and whole (a
+    result of this check, with a verdict it can give, a summary and evidence), else None."""
     cached = read_cache(cache_path(cache_dir, chk.id, context.quick))
-    return cached if cached is not None and cached.get("fingerprint") == chk.fingerprint(context) else None
+    if cached is None or cached.get("fingerprint") != chk.fingerprint(context):
+        return None
+    whole = (  # an edited or half-written file with the right fingerprint: a traceback, or "banana" a verdict
+        cached.get("id") == chk.id
+        and cached.get("status") in STATUSES
+        and cached.get("status") != "could not run"  # (never cached)
+        and all(isinstance(cached.get(k), str) for k in ("ref", "claim", "method", "summary"))
+        and isinstance(cached.get("evidence"), dict)
+        and isinstance(cached.get("seconds"), int | float)
+    )
+    return cached if whole else None
 
 
 def pending(checks: list[Check], context: CheckContext, cache_dir: Path) -> list[Check]:
@@ -67,7 +79,10 @@ def run_one(chk: Check, context: CheckContext, cache_dir: Path) -> dict[str, Any
         )
     result = check_result(chk, outcome, time.perf_counter() - start, fingerprint)
     if outcome.status != "could not run":  # a failure is retried next time (e.g. once data is there)
-        write_cache(cache_path(cache_dir, chk.id, context.quick), result)
+        try:
+            write_cache(cache_path(cache_dir, chk.id, context.quick), result)
+        except OSError as exc:  # a folder or a read-only file in the way: the result stands, uncached
+            print(f"dfl-check: note: {chk.id} was not cached ({exc})", file=sys.stderr)
     return {**result, "cached": False}
 
 

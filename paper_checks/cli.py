@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 
 from tqdm import tqdm
@@ -80,8 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     quick = not args.full
-    if args.jobs < 1:
-        print(f"dfl-check: error: --jobs = {args.jobs} (expected a whole number >= 1)", file=sys.stderr)
+    cores = available_cores()
+    if not 1 <= args.jobs <= 4 * cores:  # 1,000,000 spawned a process per cell (200, 5 GB on 2 cores)
+        print(f"dfl-check: error: --jobs = {args.jobs} (expected a whole number from 1 to {4 * cores}, four "
+              f"times the {cores} cores this process may use)", file=sys.stderr)  # fmt: skip
         return 2
     try:
         retain_freed_memory()
@@ -94,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"--sample-every = {args.sample_every} (expected a whole number >= 1)")
         if not args.list:  # listing writes nothing
             out = writable_folder(args.out, "--out")
+            _check_room(out)
     except InputError as exc:
         print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
@@ -182,7 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"cached in {out / 'cache'} (the "
                       "same command continues from them)", file=sys.stderr)  # fmt: skip
             return 130
-    write_report(results, out, quick)
+        except OSError as exc:  # the report in --out could not be written (checked at the start: it changed)
+            bar.write(f"dfl-check: error: {exc} (the checks that finished are cached in {out / 'cache'})",
+                      file=sys.stderr)  # fmt: skip
+            return 1
+    try:
+        write_report(results, out, quick)
+    except OSError as exc:
+        print(f"dfl-check: error: {exc} (the results are cached in {out / 'cache'})", file=sys.stderr)
+        return 1
     if args.json:
         print(
             json.dumps(
@@ -197,6 +209,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{'':<{width}}  {_first_line(r['summary'])}")
         print(f"report: {out / 'report.md'} and {out / 'report.json'}")
     return 0
+
+
+def _check_room(out: Path) -> None:
+    """InputError, before any check runs, where something is in the way of what dfl-check writes in ``out``:
+    its cache folder, report.json, report.md (they were tracebacks after the first check had computed)."""
+    writable_folder(out / "cache", "--out's cache folder")
+    for name in ("report.json", "report.md"):
+        if (out / name).is_dir():
+            raise InputError(
+                f"--out = {str(out)!r}: {str(out / name)!r} is a folder (expected room for the report)"
+            )
 
 
 @contextmanager

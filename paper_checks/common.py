@@ -40,9 +40,15 @@ def ten_node_matrix(topology: str) -> np.ndarray:
 
 
 def cached_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The result stored in ``path``, or ``compute()``'s, then written there atomically (cached probes)."""
-    if path.is_file():
-        return json.loads(path.read_text())
+    """The result stored in ``path``, or ``compute()``'s, then written there atomically (cached probes). A
+    file that is not a JSON object (cut short by a crash or a full disk) counts as none: it made its check
+    "could not run" on every later run, without naming the file."""
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):  # missing, unreadable or not JSON (ValueError covers UnicodeDecodeError)
+        stored = None
+    if isinstance(stored, dict):
+        return stored
     result = compute()
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     return result

@@ -394,3 +394,50 @@ def test_proof_sums_decides_the_strict_inequality_before_92_exactly() -> None:
     floats_only = PROOF_SUMS | {"geometric_92_full_bound": lambda z, t: 1 / (1 - float(z) ** t)}
     assert not _not_strictly_below(floats_only, "geometric_92_full", 0.3, 1, 29, ties)  # a tie: undecided
     assert ties == [{"sum": "geometric_92_full", "zeta": 0.3, "tau2": 1, "j": 29}]
+
+
+def test_a_damaged_cache_entry_is_no_cache(tmp_path, capsys) -> None:
+    """An edited or half-written cache file with the right fingerprint was believed ('banana' a verdict) or a
+    traceback in the report (a probe): it now counts as no cache, and the check runs again."""
+    out = tmp_path / "out"
+    assert main(["--quick", "--only", "zeta-values", "--out", str(out), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)[0]
+    path = out / "cache" / "zeta-values-quick.json"
+    good = json.loads(path.read_text())
+    for damage in ({"status": "banana"}, {"summary": None, "evidence": [1, 2]}, {"id": "other"}):
+        path.write_text(json.dumps(good | damage))
+        assert main(["--quick", "--only", "zeta-values", "--out", str(out), "--json"]) == 0
+        again = json.loads(capsys.readouterr().out)[0]
+        assert again["status"] == first["status"] and again["summary"] == first["summary"], damage
+        assert json.loads(path.read_text())["status"] == first["status"]  # rewritten
+    path.write_text(json.dumps({"fingerprint": good["fingerprint"]}))
+    assert main(["--quick", "--only", "zeta-values", "--out", str(out)]) == 0
+
+
+def test_things_in_the_way_of_the_report_are_one_line_errors_before_any_check(tmp_path, capsys) -> None:
+    """A file named cache, a folder named report.json or report.md in --out were tracebacks after the first
+    check had computed; a cache file that is a folder lost the check's result (a probe)."""
+    for name, make in (("cache", "file"), ("report.json", "folder"), ("report.md", "folder")):
+        out = tmp_path / name.replace(".", "-")
+        out.mkdir()
+        (out / name).mkdir() if make == "folder" else (out / name).write_text("")
+        assert main(["--quick", "--only", "zeta-values", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("dfl-check: error: ") and name in err, err
+    out = tmp_path / "blocked-entry"
+    (out / "cache" / "zeta-values-quick.json").mkdir(parents=True)
+    assert main(["--quick", "--only", "zeta-values", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "zeta-values was not cached" in captured.err and "zeta-values" in captured.out
+
+
+def test_a_cut_short_probe_file_is_computed_again(tmp_path) -> None:
+    """cached_json trusted any file: a probe.json cut short by a crash made its check 'could not run' on every
+    later run, without naming the file (a probe)."""
+    from paper_checks.common import cached_json
+
+    path = tmp_path / "probe.json"
+    assert cached_json(path, lambda: {"drift": 1.0}) == {"drift": 1.0}
+    path.write_text('{"drift": 1.')
+    assert cached_json(path, lambda: {"drift": 2.0}) == {"drift": 2.0}
+    assert json.loads(path.read_text()) == {"drift": 2.0}

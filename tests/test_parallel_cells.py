@@ -100,9 +100,14 @@ def test_probed_runs_in_one_sweep_match_each_run_alone(tiny, tmp_path) -> None:
         torch.testing.assert_close(probe.states[-1], alone.states[-1], rtol=1e-4, atol=1e-6)
 
 
-def test_dfl_check_rejects_zero_jobs(capsys) -> None:
-    assert main(["--only", "zeta-values", "--jobs", "0"]) == 2
-    assert "--jobs = 0 (expected a whole number >= 1)" in capsys.readouterr().err
+def test_dfl_check_rejects_zero_and_absurd_jobs(capsys) -> None:
+    """--jobs 1000000 spawned a process per cell (200 processes, 5 GB on 2 cores; a probe)."""
+    from paper_checks.parallel import available_cores
+
+    for jobs in (0, 4 * available_cores() + 1, 1_000_000):
+        assert main(["--only", "zeta-values", "--jobs", str(jobs)]) == 2
+        err = capsys.readouterr().err
+        assert f"--jobs = {jobs} (expected a whole number from 1 to {4 * available_cores()}" in err, err
 
 
 @pytest.mark.parametrize(
