@@ -182,9 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say=lambda line: bar.write(f"dfl-check: {line}", file=sys.stderr),
             )
         except KeyboardInterrupt:
-            bar.write(f"dfl-check: interrupted; the checks that finished are in {out / 'report.md'} and "
-                      f"cached in {out / 'cache'} (the "
-                      "same command continues from them)", file=sys.stderr)  # fmt: skip
+            kept = (  # (before any check finished there is no report.md to point at: a probe)
+                f"the checks that finished are in {out / 'report.md'} and cached in {out / 'cache'}"
+                if finished
+                else f"no check had finished; the simulations that did are kept in {out / 'runs'}"
+            )
+            bar.write(
+                f"dfl-check: interrupted; {kept} (the same command continues from them)", file=sys.stderr
+            )
             return 130
         except OSError as exc:  # the report in --out could not be written (checked at the start: it changed)
             bar.write(f"dfl-check: error: {exc} (the checks that finished are cached in {out / 'cache'})",

@@ -349,10 +349,12 @@ def test_list_names_every_check(capsys, tmp_path, monkeypatch) -> None:
     assert list(tmp_path.iterdir()) == []  # it made ./paper_checks_out, and refused an --out that is a file
 
 
-def test_a_stopped_dfl_check_leaves_the_report_of_the_checks_that_finished(tmp_path) -> None:
+@pytest.mark.parametrize("stopped_in", ["remarks-1-2", "zeta-values"])
+def test_a_stopped_dfl_check_leaves_the_report_of_the_checks_that_finished(tmp_path, stopped_in: str) -> None:
     """SIGTERM (what `timeout` sends) during the second of two checks: exit 130 with a message, and
     report.md / report.json hold the first check's verdict, marked as in progress (before, the process died
-    and left no report). In a child process: the signal is real."""
+    and left no report). In a child process: the signal is real. Stopped in the first check, the message
+    pointed at a report.md that did not exist (a probe)."""
     import os
     import subprocess
     import sys
@@ -362,7 +364,7 @@ import os, signal, time
 import paper_checks.report as report
 real = report.run_one
 def run_one(chk, context, cache_dir):
-    if chk.id == "remarks-1-2":
+    if chk.id == {stopped_in!r}:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     return real(chk, context, cache_dir)
@@ -373,6 +375,10 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 130, done.stderr[-2000:]
+    if stopped_in == "zeta-values":
+        assert "interrupted; no check had finished; the simulations that did are kept in" in done.stderr
+        assert not (tmp_path / "report.md").exists()
+        return
     assert "interrupted; the checks that finished are in" in done.stderr
     md = (tmp_path / "report.md").read_text()
     assert "**In progress:** 1 of 2 checks done" in md
@@ -441,3 +447,23 @@ def test_a_cut_short_probe_file_is_computed_again(tmp_path) -> None:
     path.write_text('{"drift": 1.')
     assert cached_json(path, lambda: {"drift": 2.0}) == {"drift": 2.0}
     assert json.loads(path.read_text()) == {"drift": 2.0}
+
+
+def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
+    """A run folder whose metrics.csv stops before the last step (summary.json and config.json intact) was a
+    cache hit: fig8-zeta judged a loss at step 12 of 180 (a probe). A diverged run, stopped early by its own
+    summary's word, stays cached."""
+    from sim.runner import RunConfig
+
+    config = RunConfig(out=str(tmp_path), steps=180)
+    key = json.dumps({"run": 1}, sort_keys=True)
+    (tmp_path / "config.json").write_text(json.dumps({"run": 1, "out": str(tmp_path)}))
+    (tmp_path / "summary.json").write_text(json.dumps({"diverged": False}))
+    header = "step,round,phase,train_loss\n"
+    for rows, diverged, cached in (("0,0,init,2.3\n180,30,gossip,0.6\n", False, True),
+                                   ("0,0,init,2.3\n12,2,local,1.1\n", False, False),
+                                   ("0,0,init,2.3\n12,2,lo", False, False),
+                                   ("0,0,init,2.3\n12,2,local,inf\n", True, True)):  # fmt: skip
+        (tmp_path / "metrics.csv").write_text(header + rows)
+        (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged}))
+        assert experiments._cached(config, key) == cached, rows
