@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_device(args.device)
         if args.sample_every is not None and not args.time_sweep:
             raise InputError(f"--sample-every = {args.sample_every} without --time-sweep (expected both)")
+        stops = [flag for flag, on in (("--list", args.list), ("--estimate", args.estimate),
+                                       ("--time-sweep", args.time_sweep)) if on]  # fmt: skip
+        if len(stops) > 1:  # each prints its own answer and stops: the others were dropped in silence
+            raise InputError(
+                f"{' and '.join(stops)} together (expected one of them: each stops after its answer)"
+            )
         if args.sample_every is None:
             args.sample_every = 6
         if args.sample_every < 1:
@@ -106,8 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from paper_checks.registry import CHECKS, load_checks
 
         load_checks()
-        width = max(map(len, CHECKS))
-        for chk in CHECKS.values():
+        unknown = [i for i in args.only or [] if i not in CHECKS]
+        if unknown:  # (--list --only nosuch listed everything, in silence)
+            print(f"dfl-check: error: --only names unknown checks: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        listed = [chk for chk in CHECKS.values() if not args.only or chk.id in args.only]
+        if args.json:  # (--list --json printed the plain list)
+            print(json.dumps([{"id": chk.id, "ref": chk.ref, "claim": chk.claim} for chk in listed]))
+            return 0
+        width = max(len(chk.id) for chk in listed)
+        for chk in listed:
             print(f"{chk.id:<{width}}  {chk.ref}")
         return 0
     from paper_checks.estimate import estimate  # the checks and torch, once the flags are read (seconds):

@@ -467,3 +467,19 @@ def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
         (tmp_path / "metrics.csv").write_text(header + rows)
         (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged}))
         assert experiments._cached(config, key) == cached, rows
+
+
+def test_list_honours_json_and_only_and_stopping_flags_do_not_combine(capsys) -> None:
+    """--list --json printed the plain list, --list --only nosuch listed everything, --estimate --time-sweep
+    ran the sweep: flags dropped in silence (a probe)."""
+    assert main(["--list", "--json", "--only", "zeta-values", "fig3-variance"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in listed] == ["zeta-values", "fig3-variance"] and all(c["claim"] for c in listed)
+    for argv, fragment in (
+        (["--list", "--only", "nosuch"], "--only names unknown checks: nosuch"),
+        (["--list", "--estimate"], "--list and --estimate together"),
+        (["--estimate", "--time-sweep", "--only", "zeta-values"], "--estimate and --time-sweep together"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and fragment in err, err
