@@ -91,16 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_device(args.device)
         if args.sample_every is not None and not args.time_sweep:
             raise InputError(f"--sample-every = {args.sample_every} without --time-sweep (expected both)")
+        if args.sample_every is None:
+            args.sample_every = 6
+        if args.sample_every < 1:
+            raise InputError(f"--sample-every = {args.sample_every} (expected a whole number >= 1)")
         stops = [flag for flag, on in (("--list", args.list), ("--estimate", args.estimate),
                                        ("--time-sweep", args.time_sweep)) if on]  # fmt: skip
         if len(stops) > 1:  # each prints its own answer and stops: the others were dropped in silence
             raise InputError(
                 f"{' and '.join(stops)} together (expected one of them: each stops after its answer)"
             )
-        if args.sample_every is None:
-            args.sample_every = 6
-        if args.sample_every < 1:
-            raise InputError(f"--sample-every = {args.sample_every} (expected a whole number >= 1)")
         if not args.list:  # listing writes nothing
             out = writable_folder(args.out, "--out")
             _check_room(out)

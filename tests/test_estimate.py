@@ -74,8 +74,17 @@ def test_estimate_counts_planned_runs_timed_and_untimed_checks(tiny, tmp_path, m
     runs = [RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=12, seed=s) for s in (0, 1)]
     timed, cached, fresh = _check("timed"), _check("cached"), _check("fresh")
     (cache / "timed-quick.json").write_text(json.dumps({"seconds": 42.0, "fingerprint": "old"}))
+    whole = {
+        "id": "cached",
+        "ref": "ref",
+        "claim": "claim",
+        "method": "method",
+        "status": "holds",
+        "summary": "",
+        "evidence": {},
+    }  # fmt: skip  (a cached result the check would use: whole)
     (cache / "cached-quick.json").write_text(
-        json.dumps({"seconds": 9.0, "fingerprint": cached.fingerprint(ctx)})
+        json.dumps({**whole, "seconds": 9.0, "fingerprint": cached.fingerprint(ctx)})
     )
     sims = _check("sims", runs)
     got = estimate([sims, timed, cached, fresh, _check("nothing-left", [])], ctx, cache)
