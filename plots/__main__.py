@@ -110,6 +110,15 @@ def _check_run_folder(folder: Path) -> None:
             f"{str(folder)!r} is a dfl-sim {kind} folder (expected its run folders: dfl-plot "
             f"{folder}/{RUN_GLOBS[kind]})"
         )
+    if (folder / "report.json").is_file() and (folder / "cache").is_dir():  # (the generic refusal: a probe)
+        raise InputError(
+            f"{str(folder)!r} is a dfl-check report folder (its figures are in {str(folder / 'figures')!r}; "
+            f"expected run folders: dfl-plot {folder}/runs/NAME/)"
+        )
+    if (folder / "probe.json").is_file():
+        raise InputError(
+            f"{str(folder)!r} is a dfl-check probe's folder (probe.json, no metrics.csv; expected a run's)"
+        )
 
 
 def labels(folders: list[Path]) -> list[str]:

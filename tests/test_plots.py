@@ -188,13 +188,23 @@ def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) ->
     assert names[0] == "r0 (eta=0.001235, k0=0, k1=0, k2=0, k3=0, k4=0, +3 more)"
     assert names[2] == "bare (no config.json)"
     sweep, plan = tmp_path / "sweep", tmp_path / "plan"
-    for folder, marker in ((sweep, "sweep.json"), (plan, "plan.json")):
-        folder.mkdir()
+    report, probe = tmp_path / "checks", tmp_path / "checks" / "runs" / "drift103"  # a dfl-check --out folder
+    for folder, marker in (
+        (sweep, "sweep.json"),
+        (plan, "plan.json"),
+        (report, "report.json"),
+        (probe, "probe.json"),
+    ):
+        folder.mkdir(parents=True)
         (folder / marker).write_text("{}")
+    (report / "cache").mkdir()
     cases = (
         ([str(runs[0]), str(runs[0]) + "/"], "is given twice"),
         ([str(sweep)], f"is a dfl-sim sweep folder (expected its run folders: dfl-plot {sweep}/*/)"),
         ([str(plan)], f"dfl-plot {plan}/runs/*/"),
+        # the generic "metrics.csv does not exist": no pointer to the figures or the runs (a probe)
+        ([str(report)], f"is a dfl-check report folder (its figures are in {str(report / 'figures')!r}"),
+        ([str(probe)], "is a dfl-check probe's folder (probe.json, no metrics.csv"),
         ([str(runs[0] / "metrics.csv")], "is a file (expected a dfl-sim run folder"),
         ([str(tmp_path / "nope")], "run folder"),
         # dfl-plot runs/grid/* took in sweep.json, and its hint named the sweep's folder, refused as such
