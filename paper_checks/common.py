@@ -16,9 +16,9 @@ import numpy as np
 from bounds import make_graph, mixing_matrix
 from bounds.graph.mixing import topology_matrix
 from bounds.graph.topologies import quasi_ring, ring
+from paper_checks.cache import read_cache, write_cache
 from paper_checks.context import CheckContext
 from paper_checks.registry import library_digest
-from sim.loop import atomic_write
 
 __all__ = ["TOPOLOGIES", "TOPOLOGY_WEIGHTS", "cached_json", "run_folder", "same_config", "ten_node_matrix"]
 
@@ -43,14 +43,11 @@ def cached_json(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, 
     """The result stored in ``path``, or ``compute()``'s, then written there atomically (cached probes). A
     file that is not a JSON object (cut short by a crash or a full disk) counts as none: it made its check
     "could not run" on every later run, without naming the file."""
-    try:
-        stored = json.loads(path.read_text())
-    except (OSError, ValueError):  # missing, unreadable or not JSON (ValueError covers UnicodeDecodeError)
-        stored = None
-    if isinstance(stored, dict):
+    stored = read_cache(path)
+    if stored is not None:
         return stored
     result = compute()
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
+    write_cache(path, result)
     return result
 
 

@@ -181,17 +181,22 @@ def paired_verdict(margins: list[float] | np.ndarray, family: int, scale: float 
 
 
 def _ordering(
-    values: dict[str, list[float]], order: list[str], family: int | None = None
+    values: dict[str, list[float]],
+    order: list[str],
+    family: int | None = None,
+    higher_is_better: bool = False,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Verdict for 'loss increases along ``order``' from per-seed values (seed s at index s of each list):
-    each adjacent pair by :func:`paired_verdict`, in a family of ``family`` pairs (default: this
-    ordering's own)."""
+    """Verdict for 'the values get worse along ``order``' (a loss increases; an accuracy, where
+    ``higher_is_better``, decreases) from per-seed values (seed s at index s of each list): each adjacent
+    pair by :func:`paired_verdict` (margins worse - better for a loss, better - worse for an accuracy), in a
+    family of ``family`` pairs (default: this ordering's own)."""
     family = family or len(order) - 1
+    sign = -1.0 if higher_is_better else 1.0
     pairs = []
     for a, b in itertools.pairwise(order):
         finite = [v for v in (*values[a], *values[b]) if np.isfinite(v)]
-        scale = float(np.mean(finite)) if finite else 0.0  # the pair's loss: the floor is 1% of it
-        test = paired_verdict(np.asarray(values[b]) - np.asarray(values[a]), family, scale)
+        scale = float(np.mean(finite)) if finite else 0.0  # the pair's value: the floor is 1% of it
+        test = paired_verdict(sign * (np.asarray(values[b]) - np.asarray(values[a])), family, scale)
         pairs.append(
             {
                 "better": a,
@@ -303,18 +308,13 @@ def _fig6(
     def reading(steps_for_tau2: Any) -> dict[str, Any]:
         configs = {f"tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": steps_for_tau2(t)} for t in tau2s}
         values, curves = _runs(configs, ctx)  # tau2 = 4 is the same run in both readings
-        # higher accuracy is better: its negative rises along the claimed order, as the loss does
-        accuracy = {k: [-_final_accuracy(c) for c in curves[k]] for k in order}
+        accuracy = {k: [_final_accuracy(c) for c in curves[k]] for k in order}
         loss_verdict, loss_pairs = _ordering(values, order, family)
-        accuracy_verdict, accuracy_pairs = _ordering(accuracy, order, family)
-        for pair in accuracy_pairs:  # the evidence in accuracies, not their negatives (the margins stay)
-            pair |= {k: -pair[k] for k in ("better_mean", "worse_mean")}
-            pair |= {k: [-v for v in pair[k]] for k in ("better_per_seed", "worse_per_seed")}
-            pair["quantity"] = "test accuracy (higher is better; mean_margin = better - worse)"
+        accuracy_verdict, accuracy_pairs = _ordering(accuracy, order, family, higher_is_better=True)
         loss = ", ".join(f"{np.mean(values[k]):.3f}" for k in order)
         return {"verdicts": (loss_verdict, accuracy_verdict), "pairs": loss_pairs, "curves": curves,
                 "accuracy_pairs": accuracy_pairs, "loss": loss,
-                "accuracy": ", ".join(f"{-np.mean(accuracy[k]):.3f}" for k in order)}  # fmt: skip
+                "accuracy": ", ".join(f"{np.mean(accuracy[k]):.3f}" for k in order)}  # fmt: skip
 
     not_run = {"verdicts": ("not run", "not run"), "pairs": [], "accuracy_pairs": [], "curves": {},
                "loss": "not run", "accuracy": "not run"}  # fmt: skip

@@ -226,12 +226,12 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
         r["ratio_103"] = floored_ratio(r["lhs_103"], r["rhs_103"], r["rounding"])
     bad = [r for r in rows if exceeds(r["measured"], r["bound"], r["rounding"])]
     bad_103 = [r for r in rows if exceeds(r["lhs_103"], r["rhs_103"], r["rounding"])]
-    undefined = [r for r in rows if math.isnan(r["ratio"])]
+    nan_rows = [r for r in rows if math.isnan(r["ratio"])]  # a NaN side (ratio is NaN exactly then)
     worst = max(rows, key=lambda r: r["ratio"] if not math.isnan(r["ratio"]) else -math.inf)
     text = (
-        f"The heterogeneity-aware term holds in {len(rows) - len(bad) - len(undefined)} of {len(rows)} cells "
+        f"The heterogeneity-aware term holds in {len(rows) - len(bad) - len(nan_rows)} of {len(rows)} cells "
         f"(worst ratio measured / bound {worst['ratio']:.3f} at {_where(worst)})."
-        + undefined_note(len(undefined), "The term or the measured drift")
+        + undefined_note(len(nan_rows), "The term or the measured drift")
     )
     # (103)'s tau1 = 1 noise defect (Finding 1) is not heterogeneity's: split the failures by cause
     noise_free = [r for r in rows if r["sigma2"] == 0]
@@ -255,7 +255,7 @@ def drift_non_iid(ctx: CheckContext, term: Callable[..., Any]) -> Outcome:
         text += ": it has no heterogeneity part."
     else:
         text += " The paper's (103) as printed holds in every cell."
-    status = cell_verdict(len(bad), len(undefined))
+    status = cell_verdict(len(bad), len(nan_rows))
     evidence = {
         "cells": len(rows),
         "violations": len(bad),

@@ -185,12 +185,10 @@ class RunConfig:
             )
         if self.lr_schedule not in ("constant", "cdfl"):
             raise InputError(f"lr_schedule = {self.lr_schedule!r} is unknown (expected constant or cdfl)")
-        if self.lr_schedule == "cdfl" and not (self.mu and self.mu > 0 and self.a and self.a > 0):
-            raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
-        if (
-            self.lr_schedule == "cdfl"
-        ):  # its largest step, eta_0 (mu = a = 1e-300: a ZeroDivisionError mid-run)
-            product = self.mu * self.a
+        if self.lr_schedule == "cdfl":
+            if not (self.mu and self.mu > 0 and self.a and self.a > 0):
+                raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
+            product = self.mu * self.a  # its largest step, eta_0 (mu = a = 1e-300: ZeroDivisionError mid-run)
             eta_0 = 4.0 / product if product > 0 else math.inf
             _check_float32_step(
                 f"lr_schedule 'cdfl' with mu = {self.mu!r}, a = {self.a!r}: eta_0 = 4 / (mu a)", eta_0

@@ -215,8 +215,7 @@ def dfl_bound(
         }
     rounds = np.floor(T_ / (t1 + t2))
     tail = T_ - rounds * (t1 + t2)
-    local_rounds = (rounds * t1 + np.minimum(tail, t1)) / t1  # K of the repair: local steps / tau1 (inf
-    # below where the tail is longer than tau1)
+    local_rounds = (rounds * t1 + tail) / t1  # K of the repair: local steps / tau1 (a tail > tau1: inf below)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         repaired = f.candidate_local_step_bound(eta_, L_, s2, N_, t1, t2, z, local_rounds, gap_)
         out["bound_repaired"] = mixing(repaired)
