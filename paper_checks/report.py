@@ -157,8 +157,9 @@ def write_report(
     """report.json (everything) and report.md (a table of verdicts, then each check's evidence), each
     written atomically; a report of some of the checks (``--only``) says so at its top. ``progress`` (i, n):
     a report written while the checks run, after the i-th of n (``figures`` False: they come at the end),
-    which says so at its top. With ``figures``, ``figures/`` keeps only this report's (an earlier run's
-    figures of checks not in it, or of a figure not drawn now, would pass for this run's)."""
+    which says so at its top. ``figures/`` keeps only this report's figures, none while it is in progress (an
+    earlier run's figures of checks not in it, or of a figure not drawn now, would pass for this run's; an
+    interrupted run left them all beside its report in progress)."""
     from sim.loop import atomic_write
 
     atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
@@ -230,8 +231,7 @@ def write_report(
             if len(table) > 60:
                 lines.append(f"\n({len(table) - 60} more rows in report.json)")
     atomic_write(out / "report.md", lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
-    if figures:
-        _remove_stale_figures(out / "figures", drawn)
+    _remove_stale_figures(out / "figures", drawn)  # in progress: none (an earlier run's would stay beside it)
 
 
 def _remove_stale_figures(folder: Path, drawn: set[str]) -> None:

@@ -4,8 +4,10 @@ Each run's legend label is its folder (with as many parent folders as it takes t
 and up to MAX_SETTINGS settings of its ``config.json`` that differ between the runs. A folder without a
 usable ``metrics.csv`` (missing, unreadable, without the needed columns, or with no rows; a sweep's or
 plan's folder, named as such), a folder given twice and an unwritable output are one-line errors (exit
-2). ``--out`` naming a folder puts ``curves.png`` and ``curves.pdf`` in it; without ``--out`` they go into
-the run's folder, or, for several runs in one folder (a sweep's), that folder.
+2); a dfl-check probe's folder among runs is left out with a note, and a run that has not ended (no
+``summary.json``) is labelled as unfinished. ``--out`` naming a folder puts ``curves.png`` and
+``curves.pdf`` in it; without ``--out`` they go into the run's folder, or, for several runs in one folder
+(a sweep's), that folder.
 """
 
 from __future__ import annotations
@@ -121,6 +123,37 @@ def _check_run_folder(folder: Path) -> None:
         )
 
 
+def _is_probe(folder: Path) -> bool:
+    """A dfl-check probe's folder (probe.json, no metrics.csv): a check's measurement, not a run."""
+    return (folder / "probe.json").is_file() and not (folder / "metrics.csv").exists()
+
+
+def _without_probes(folders: list[Path], note: Callable[[str], None]) -> list[Path]:
+    """``folders`` less the dfl-check probe folders among them, each named to ``note``: ``dfl-plot
+    OUT/runs/*/`` of a dfl-check --out folder takes them in beside its runs (it stopped at the first). Only
+    probes: the first is refused as such (:func:`_check_run_folder`)."""
+    probes = [f for f in folders if _is_probe(f)]
+    if not probes or len(probes) == len(folders):
+        return folders
+    for folder in probes:
+        note(f"{folder} is a dfl-check probe's folder (probe.json, no curves): left out")
+    return [f for f in folders if f not in probes]
+
+
+def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
+    """' [unfinished: step S of T]' for a run whose folder has its config.json but no summary.json (a run
+    stopped or still going: a curve that ends early must not pass for a finished one), else ''."""
+    if (folder / "summary.json").exists() or not (folder / "config.json").is_file():
+        return ""
+    try:
+        steps = json.loads((folder / "config.json").read_text()).get("steps")
+    except (OSError, ValueError, AttributeError):
+        steps = None
+    last = frame["step"].max() if "step" in frame else float("nan")
+    of = f" of {steps}" if isinstance(steps, int) else ""
+    return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
+
+
 def labels(folders: list[Path]) -> list[str]:
     """Folder names made unique with parent folders, plus the config settings that differ (numbers to 4
     significant digits, at most MAX_SETTINGS of them, then how many more)."""
@@ -186,7 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     folders = [Path(f) for f in args.runs]
     try:
         note = lambda line: print(f"dfl-plot: {line}", file=sys.stderr)  # noqa: E731
-        frames = dict(zip(labels(folders), (read_metrics(f, args.x, note) for f in folders), strict=True))
+        folders = _without_probes(folders, note)
+        curves = [read_metrics(f, args.x, note) for f in folders]
+        names = [
+            name + _unfinished(folder, frame)
+            for name, folder, frame in zip(labels(folders), folders, curves, strict=True)
+        ]
+        frames = dict(zip(names, curves, strict=True))
         target = Path(args.out) if args.out else _default_target(folders)
         if target.is_dir() or (args.out or "").endswith("/"):  # a folder: the figure goes into it
             target = target / "curves"

@@ -284,7 +284,8 @@ def test_a_figure_that_fails_does_not_lose_the_report(tmp_path, monkeypatch) -> 
 
 def test_figures_holds_only_the_reports_own(tmp_path) -> None:
     """A report of other checks (--only) leaves no figure of an earlier run behind, where it would pass for
-    this run's; a user's other files stay; a report in progress (no figures yet) deletes nothing."""
+    this run's; a user's other files stay; a report in progress (no figures yet) keeps none of the earlier
+    run's (an interrupted run left them beside it, to pass for its own)."""
     from paper_checks.report import write_report
 
     variance = {"id": "fig3-variance", "ref": "Fig. 3", "claim": "c", "method": "m", "status": "holds",
@@ -294,7 +295,8 @@ def test_figures_holds_only_the_reports_own(tmp_path) -> None:
     (tmp_path / "figures" / "notes.txt").write_text("mine")
     other = {**variance, "id": "zeta-values", "evidence": {}}
     write_report([other], tmp_path, quick=True, figures=False, progress=(1, 2))
-    assert (tmp_path / "figures" / "fig3.png").is_file()
+    assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["notes.txt"]
+    write_report([variance], tmp_path, quick=True)
     write_report([other], tmp_path, quick=True)
     assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["notes.txt"]
 

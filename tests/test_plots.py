@@ -291,3 +291,26 @@ def test_figures_refuse_what_they_drew_wrong(tmp_path) -> None:
         check_curves({}, "title")
     mask = pareto_mask(np.array([1.0, 2.0, 3.0]), np.array([5.0, -np.inf, 1.0]))
     assert mask.tolist() == [True, False, True]
+
+
+def test_dfl_plot_leaves_out_probe_folders_among_runs_and_marks_an_unfinished_run(tmp_path, capsys) -> None:
+    """``dfl-plot OUT/runs/*/`` of a dfl-check folder stopped at its first probe folder; and a run with no
+    summary.json (stopped, or still going) was drawn as if it had ended where its curve ends."""
+    import json
+
+    done, stopped, probe = (tmp_path / n for n in ("done", "stopped", "probe"))
+    for run in (done, stopped):
+        run.mkdir()
+        _metrics(np.arange(0, 50, 10)).to_csv(run / "metrics.csv", index=False)
+        (run / "config.json").write_text(json.dumps({"steps": 100, "eta": 0.1 if run is done else 0.2}))
+    (done / "summary.json").write_text("{}")
+    probe.mkdir()
+    (probe / "probe.json").write_text("{}")
+    assert main([str(done), str(probe), str(stopped), "--out", str(tmp_path / "c.svg")]) == 0
+    err = capsys.readouterr().err
+    assert f"{probe} is a dfl-check probe's folder (probe.json, no curves): left out" in err
+    svg = (tmp_path / "c.svg").read_text()
+    assert "stopped (eta=0.2) [unfinished: step 40 of 100]" in svg and "done (eta=0.1)" in svg
+    assert "done (eta=0.1) [unfinished" not in svg
+    assert main([str(probe)]) == 2  # only probes: refused as before
+    assert "is a dfl-check probe's folder" in capsys.readouterr().err
