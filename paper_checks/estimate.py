@@ -52,6 +52,7 @@ from sim.engine import SAMPLES_PER_CALL_CUDA, Stack
 from sim.evaluation import node_sample
 from sim.models import make_model
 from sim.runner import run
+from sim.setup import seeded_torch
 from sim.sweep import sweep_groups
 from sim.timing import seconds_per_call
 
@@ -124,15 +125,15 @@ def calibrate(config: RunConfig, repeats: int = CALIBRATION_REPEATS) -> Calibrat
     the fixed cost of the config's steps (:func:`step_overhead`)."""
     data = load_dataset(config.dataset, config.data_dir)
     device = torch.device(config.device)
-    torch.manual_seed(0)
-    model = make_model(config.model, data.input_shape, data.num_classes).to(device)
-    stack = Stack(model)
     n, b = calibration_nodes(device), CALIBRATION_BATCH
+    with seeded_torch(0, device):  # the same model and inputs each time; the caller's random streams kept
+        model = make_model(config.model, data.input_shape, data.num_classes).to(device)
+        x = torch.randn(n, b, *data.input_shape, device=device)
+        y = torch.randint(0, data.num_classes, (n, b), device=device)
+        xs = torch.randn(CALIBRATION_SAMPLES, *data.input_shape, device=device)
+    stack = Stack(model)
     X = stack.flatten(model).repeat(n, 1)
-    x = torch.randn(n, b, *data.input_shape, device=device)
-    y = torch.randint(0, data.num_classes, (n, b), device=device)
     w = torch.ones(n, b, device=device)
-    xs = torch.randn(CALIBRATION_SAMPLES, *data.input_shape, device=device)
 
     step = seconds_per_call(lambda: stack.gradients(X, x, y, w), repeats, device)
     with torch.no_grad():

@@ -40,6 +40,7 @@ from sim.engine import Stack
 from sim.estimates import HeterogeneityProbe, hessian_norm, probe_heterogeneity_runs
 from sim.models import make_model
 from sim.runner import RunConfig
+from sim.setup import seeded_torch
 
 ROUNDING = 100 * float(np.finfo(np.float32).eps) ** 2
 """Relative rounding floor of the measured drift: the models are float32, so a drift below ROUNDING x
@@ -90,11 +91,10 @@ def _hessian(grid: dict[str, Any], w: Any, seed: int) -> float:
 
 def _initial_L(grid: dict[str, Any], device: str) -> float:
     """The Hessian norm at the common initial model (the model's seeded initialisation)."""
-    import torch
 
     data = load_mnist()
-    torch.manual_seed(grid["seed"])
-    model = make_model("cnn", data.input_shape, data.num_classes).to(device)
+    with seeded_torch(grid["seed"]):  # the model's seeded init; the caller's random stream as it was
+        model = make_model("cnn", data.input_shape, data.num_classes).to(device)
     return _hessian(grid, Stack(model).flatten(model), 0)
 
 

@@ -195,15 +195,14 @@ def stacked_forms_benchmark(
     every new group of runs).
     """
     from sim.models import CifarCNN, MnistCNN
-    from sim.setup import kept_torch_settings  # as set_precision below: sim.setup loads on use
+    from sim.setup import kept_torch_settings, seeded_torch  # sim.setup loads on use
 
-    torch.manual_seed(0)  # the same models and inputs whatever ran before (near ties decide the differences)
     forms = [(form, False, False) for form in STACKED_FORMS]
     if dev.type == "cuda":
         forms += [("nchw", True, False), ("nchw", False, True), ("bmm", False, True)]
     out: dict[str, Any] = {}
     flags = torch.backends.cudnn, torch.backends.cuda.matmul
-    with kept_torch_settings():
+    with kept_torch_settings(), seeded_torch(0, dev):  # the same models and inputs whatever ran before
         for (name, module, shape), n in zip(
             (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
         ):
@@ -501,13 +500,20 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
         InputError (a ``ValueError``): ``device`` is not ``cpu``, ``cuda`` or ``cuda:INDEX``
             of this machine (checked before anything is measured).
     """
-    from sim.setup import set_precision
+    from sim.setup import kept_torch_settings, seeded_torch
 
     dev = resolve_device(device)
+    with kept_torch_settings(), seeded_torch(0, dev):  # the caller's threads, flags and random streams kept
+        return _measure(quick, dev)
+
+
+def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
+    """:func:`run_benchmarks` on a resolved device, inside its kept settings and seeded streams."""
+    from sim.setup import set_precision
+
     sizes = _sizes(quick)
     cuda = dev.type == "cuda"
     set_precision(dev, tf32=False)  # what runs use unless --tf32 (stacked_forms also times TF32)
-    torch.manual_seed(0)
     repeats = sizes.repeats
     out: dict[str, Any] = {"device": str(dev), "threads": torch.get_num_threads(), "repeats": repeats}
     out["precision"] = "float32 (TF32 off)" if cuda else "float32"

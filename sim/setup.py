@@ -193,8 +193,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
             f"GiB on {config.nodes} nodes, more than the {memory / 2**30:.3g} GiB this machine has free "
             "(expected a smaller batch, or 0 for the full local data)"
         )
-    with torch.random.fork_rng(devices=[]):  # the init from the run's seed; the caller's stream as it was
-        torch.default_generator.manual_seed(config.seed)  # (models are built on the CPU, then moved)
+    with seeded_torch(config.seed):  # the init from the run's seed (built on the CPU, then moved)
         model = make_model(config.model, data.input_shape, data.num_classes)
     model = model.to(device)
     stack = Stack(model)
@@ -245,6 +244,17 @@ def kept_torch_settings() -> Iterator[None]:
         cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = flags
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+
+
+@contextmanager
+def seeded_torch(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
+    """Inside the block, torch's global random streams (the CPU's, and every CUDA device's where ``device``
+    is one) start from ``seed``; on leaving it they are as the caller left them (``torch.manual_seed`` in a
+    library function would reset the user's own stream)."""
+    cuda = torch.device(device).type == "cuda"
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
+        torch.manual_seed(seed) if cuda else torch.default_generator.manual_seed(seed)
+        yield
 
 
 def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:

@@ -102,7 +102,10 @@ def test_bench_puts_every_tensor_on_the_requested_device(monkeypatch: pytest.Mon
 
 def test_gossip_figures_and_headline_ratios(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
+    torch.manual_seed(7)  # the caller's random stream and threads: the benchmark reseeded it with 0
+    stream, threads = torch.get_rng_state(), torch.get_num_threads()
     out = bench.run_benchmarks(quick=True, device="cpu")
+    assert torch.equal(torch.get_rng_state(), stream) and torch.get_num_threads() == threads
     assert set(out) >= {"N2_B2", "N3_B2", "timer"}
     assert "step_compiled_over_eager" not in out  # only the full bench compiles
     gossip = out[f"gossip_step_ms_d{20490}"]
@@ -241,7 +244,10 @@ def test_step_flops_are_the_cnns_hand_counted_flops() -> None:
 
 
 def test_stacked_forms_time_every_form_and_agree_on_the_gradients() -> None:
+    torch.manual_seed(7)  # the caller's random stream: the benchmark reseeded it with 0 (a probe's finding)
+    stream = torch.get_rng_state()
     got = bench.stacked_forms_benchmark((3, 2), 4, 1, torch.device("cpu"))
+    assert torch.equal(torch.get_rng_state(), stream)
     assert set(got) == {"mnist_N3_B4", "cifar10_N2_B4"}
     forms = ("nchw", "channels_last", "bmm")
     for rows in got.values():

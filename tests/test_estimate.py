@@ -163,8 +163,10 @@ def test_calibrate_divides_the_timed_call_by_the_nodes_it_stacked(tiny, monkeypa
     monkeypatch.setattr(est, "seconds_per_call", timed)
     monkeypatch.setattr(est, "calibration_nodes", lambda device: 4)
     monkeypatch.setattr(est, "step_overhead", lambda config, node_step: 0.0)
+    torch.manual_seed(7)  # the caller's random stream: calibrate reseeded it with 0
+    stream = torch.get_rng_state()
     cal = est.calibrate(RunConfig(dataset=f"npz:{tiny}", model="logreg"))
-    assert shapes == [4] and cal.node_step == 0.25
+    assert shapes == [4] and cal.node_step == 0.25 and torch.equal(torch.get_rng_state(), stream)
 
 
 def test_beside_a_gpu_the_estimate_is_the_longer_part(tmp_path) -> None:
