@@ -123,11 +123,17 @@ def _add_config_flags(
         p.add_argument(flag, type=kind, default=None, help=helps[f.name])
 
 
-def _config(args: argparse.Namespace, chosen_by_command: Sequence[str] = ()) -> RunConfig:
+def _config(
+    args: argparse.Namespace, chosen_by_command: Sequence[str] = (), file_values: dict[str, Any] | None = None
+) -> RunConfig:
     """The RunConfig of the --config file and the flags given (which win), validated. A flag that would
     change nothing beside the others (``--alpha`` without ``--partition dirichlet``, ...) is refused;
-    ``chosen_by_command``: fields the command sets itself (``dfl-sim plan``'s), not checked."""
-    values = config_file_values(args.config, bool(getattr(args, "resume", False))) if args.config else {}
+    ``chosen_by_command``: fields the command sets itself (``dfl-sim plan``'s), not checked; ``file_values``:
+    the --config file's values where the caller has read them already (the file is read once: it may
+    change between two reads)."""
+    if file_values is None and args.config:
+        file_values = config_file_values(args.config, bool(getattr(args, "resume", False)))
+    values = dict(file_values or {})
     given = [f.name for f in fields(RunConfig) if getattr(args, f.name, None) is not None]
     values.update({name: getattr(args, name) for name in given})
     config = RunConfig(**values)
@@ -188,9 +194,10 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     from sim.plan import PlanSettings, plan
 
     # mu: the C-DFL plan's own --mu (a DFL plan's settings refuse it as that, not as lr_schedule's)
-    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, "mu"))
+    given = config_file_values(args.config) if args.config else {}
+    config = _config(args, chosen_by_command=(*PLAN_CHOOSES, "mu"), file_values=given)
     if args.config:  # a file's tau1 = 8 was dropped without a word
-        given, default = config_file_values(args.config), RunConfig()
+        default = RunConfig()
         chosen = [k for k in (*PLAN_CHOOSES, *PLAN_IGNORES) if k in given and given[k] != getattr(default, k)]
         if args.algorithm != "cdfl" and "lr_schedule" in chosen:  # a DFL plan refuses it (below), not ignores
             chosen.remove("lr_schedule")

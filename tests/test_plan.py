@@ -186,7 +186,7 @@ def test_cli_rejects_bad_plans(flags, message, tiny, tmp_path, capsys) -> None:
     assert message in capsys.readouterr().err
 
 
-def test_cli_plan_says_which_config_file_fields_it_sets_itself(tiny, tmp_path, capsys) -> None:
+def test_cli_plan_says_which_config_file_fields_it_sets_itself(tiny, tmp_path, capsys, monkeypatch) -> None:
     """A --config file's tau1 = 8 and steps were dropped without a word (the plan sets them itself)."""
     config = tmp_path / "c.toml"
     config.write_text(f'dataset = "npz:{tiny}"\nmodel = "logreg"\nnodes = 4\ntau1 = 8\nsteps = 50\n')
@@ -201,9 +201,15 @@ def test_cli_plan_says_which_config_file_fields_it_sets_itself(tiny, tmp_path, c
         "--out",
         str(tmp_path / "p"),
     ]
+    import sim.cli
+
+    reads = []
+    read = sim.cli.config_file_values
+    monkeypatch.setattr(sim.cli, "config_file_values", lambda *a, **k: reads.append(a) or read(*a, **k))
     assert main(argv) == 2  # (top = 0: refused after the note, before any work)
     err = capsys.readouterr().err
     assert "note: plan: the fields tau1, steps in " in err and "are the plan's to set" in err
+    assert len(reads) == 1  # read once: the note and the run must see the same file (it was read twice)
 
 
 def test_cli_plan_json(tiny, tmp_path, capsys) -> None:
