@@ -262,3 +262,25 @@ def test_symbolic_non_iid_terms_are_infinite_where_the_drift_recursion_does_not_
             assert (
                 value == pytest.approx(getattr(numeric, name), rel=1e-12) and (value < float("inf")) == closed
             )
+
+
+def test_symbolic_repaired_bounds_are_dfl_bounds_fields() -> None:
+    """bound_repaired and bound_non_iid as sympy expressions (an audit found only their drift parts there),
+    at K = dfl_bound's local steps / tau1, with and without a tail, closed and not closed."""
+    from bounds import dfl_bound
+    from bounds.dfl import symbolic
+
+    S = symbolic.SYMBOLS
+    for T, eta in ((120, 0.01), (124, 0.02), (123, 0.3)):  # tau = 5: no tail, a tail of 4 > tau1 = 3, 3
+        point = {"L": 0.5, "eta": eta, "tau1": 3, "tau2": 2, "zeta": 0.9, "sigma2": 1.3, "N": 10, "gap": 2.0}
+        numeric = dfl_bound(**point, T=T, heterogeneity=0.7)
+        K = (numeric.rounds * 3 + numeric.tail_steps) / 3
+        subs = {S[k]: v for k, v in {**point, "varsigma2": 0.7, "K": K}.items()}
+        for name in ("bound_repaired", "bound_non_iid"):
+            value = float(symbolic.expression(name).subs(subs))
+            expected = getattr(numeric, name)
+            if T == 124:  # a tail longer than tau1: inf in the numbers (footnote 1); the expression has none
+                assert expected == float("inf") and value < float("inf")
+                continue
+            assert value == pytest.approx(expected, rel=1e-12)
+    assert float(symbolic.expression("bound_non_iid").subs({**subs, S["eta"]: 0.3})) == float("inf")

@@ -51,6 +51,8 @@ def _symbols() -> dict[str, sympy.Symbol]:
         "gap": sympy.Symbol("Delta", nonnegative=True),  # F(u_1) - F_inf
         "beta_var": sympy.Symbol("beta_var", nonnegative=True),
         "varsigma2": sympy.Symbol("varsigma^2", nonnegative=True),  # heterogeneity of non-i.i.d. data
+        # the repairs' K: their local steps / tau1 (floor(T / tau) rounds, plus tail / tau1 for a tail)
+        "K": sympy.Symbol("K", positive=True),
     }
 
 
@@ -94,6 +96,12 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], sympy.Expr]] = {
     "drift_recursion_factor": lambda s: f.drift_recursion_factor(s["eta"], s["L"], s["tau1"], s["tau2"],
                                                                  s["zeta"]),
     "eta_max_non_iid": lambda s: f.eta_max_non_iid(s["L"], s["tau1"], s["tau2"], s["zeta"]),
+    # dfl_bound's fields of the same names, with K its local steps / tau1 (README Findings 0 and 6)
+    "bound_repaired": lambda s: f.candidate_local_step_bound(s["eta"], s["L"], s["sigma2"], s["N"], s["tau1"],
+                                                             s["tau2"], s["zeta"], s["K"], s["gap"]),
+    "bound_non_iid": lambda s: _while_closed(s, f.non_iid_local_step_bound(
+        s["eta"], s["L"], s["sigma2"], s["varsigma2"], s["N"], s["tau1"], s["tau2"], s["zeta"], s["K"],
+        s["gap"])),
 }  # fmt: skip
 EXPRESSIONS = tuple(_BUILDERS)
 
