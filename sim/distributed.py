@@ -96,13 +96,27 @@ class Comm:
         return full[torch.as_tensor(self.blocks[self.rank])].clone()
 
     def extra_summary(self) -> dict[str, Any]:
-        sent = torch.tensor([float(self.mixing.bytes_sent)], dtype=torch.float64)
-        dist.all_reduce(sent)
+        counted = self.run_counters()
+        sent, exchanges = counted["bytes_on_wire"], counted["gossip_exchanges"]
         return {
             "world_size": self.world,
-            "bytes_on_wire": float(sent.item()),
-            "bytes_on_wire_per_gossip_step": float(sent.item()) / max(self.mixing.exchanges, 1),
+            "bytes_on_wire": sent,
+            "bytes_on_wire_per_gossip_step": sent / max(exchanges, 1),
         }
+
+    def run_counters(self) -> dict[str, float]:
+        """The bytes every process sent since the run began (a checkpoint's included: a resumed run reported
+        only its own part, and a resume of a finished run rewrote its summary with 0), and the gossip
+        exchanges (each process takes part in every one)."""
+        sent = torch.tensor([float(self.mixing.bytes_sent)], dtype=torch.float64)
+        dist.all_reduce(sent)
+        return {"bytes_on_wire": float(sent.item()), "gossip_exchanges": float(self.mixing.exchanges)}
+
+    def restore_counters(self, counters: dict[str, float]) -> None:
+        """Continue from a checkpoint's totals: the main process carries the bytes sent before (the sum over
+        processes is the run's), every process the exchanges (a checkpoint older than this counter: 0)."""
+        self.mixing.bytes_sent = int(counters.get("bytes_on_wire", 0)) if self.is_main else 0
+        self.mixing.exchanges = int(counters.get("gossip_exchanges", 0))
 
 
 class RowSampler:

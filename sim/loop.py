@@ -76,6 +76,14 @@ class Comm(Protocol):
         """Backend-specific entries of the summary (a collective)."""
         ...
 
+    def run_counters(self) -> dict[str, float]:
+        """Backend-specific counters of the whole run so far, kept in the checkpoint (a collective)."""
+        ...
+
+    def restore_counters(self, counters: dict[str, float]) -> None:
+        """Continue the backend's counters from a checkpoint's (what :meth:`run_counters` saved)."""
+        ...
+
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file, flush it to the disk (fsync), then rename it to ``path`` and flush the
@@ -155,6 +163,12 @@ class Single:
     def extra_summary(self) -> dict[str, Any]:
         return {}
 
+    def run_counters(self) -> dict[str, float]:
+        return {}
+
+    def restore_counters(self, counters: dict[str, float]) -> None:
+        """Nothing to continue: one process counts nothing of its own."""
+
 
 class RunRecorder:
     """One run's files, counters and stopping rule, fed one step at a time (by :func:`run_loop` for a
@@ -197,6 +211,7 @@ class RunRecorder:
             changes = _changes(s.out, saved.get("config") or {}, config, saved["t"])
             state.X, state.t = comm.restore_rows(saved["X"].to(s.device)), saved["t"]
             self.counters = saved["counters"]
+            comm.restore_counters(self.counters)
             state.sampler.restore(saved["sampler"])
             if state.gen is not None and saved["gen"] is not None:  # this process's own stream
                 streams = process_streams(saved["gen"])
@@ -366,6 +381,7 @@ class RunRecorder:
 
     def _save(self) -> None:
         state = self.state
+        self.counters |= self.comm.run_counters()  # a collective, as full below: every process takes part
         X = self.comm.full(state.X)
         hat = {k: self.comm.full(v) for k, v in state.gossip.state().items()}
         gens = self.comm.gather(state.gen.get_state()) if state.gen is not None else None  # one per process

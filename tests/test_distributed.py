@@ -211,8 +211,14 @@ def test_a_stopped_distributed_run_stops_every_process_after_one_step_checkpoint
     assert not (folder / "summary.json").exists()
     long = {"steps": steps, "log_every": 10, "checkpoint_every": 100000}
     resumed = run(base(tiny, folder, **long, backend="distributed", world_size=2, resume=True))
-    run(base(tiny, tmp_path / "c", **long, backend="distributed", world_size=2))  # the same sums' order
+    unbroken = run(base(tiny, tmp_path / "c", **long, backend="distributed", world_size=2))  # the sums' order
     assert resumed["steps"] == steps
+    # the bytes of the whole run (a resumed run reported only its own part, a probe's finding), and a resume
+    # of the finished run, which writes its summary again, keeps them (it wrote 0)
+    assert resumed["bytes_on_wire"] == unbroken["bytes_on_wire"] > 0
+    assert resumed["bytes_on_wire_per_gossip_step"] == unbroken["bytes_on_wire_per_gossip_step"]
+    again = run(base(tiny, folder, **long, backend="distributed", world_size=2, resume=True))
+    assert again["bytes_on_wire"] == unbroken["bytes_on_wire"]
     a, b = np.load(folder / "params.npz"), np.load(tmp_path / "c" / "params.npz")
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a.files) < 1e-6
 
