@@ -300,3 +300,16 @@ def test_a_cut_simulations_row_runs_again_and_a_runs_folder_is_refused(tiny, tmp
     (run_folder / "checkpoint.pt").write_bytes(b"")
     with pytest.raises(InputError, match="is a dfl-sim run folder"):
         plan(_config(tiny, tmp_path, out=str(run_folder)), SETTINGS)
+
+
+def test_a_simulation_is_the_same_only_at_the_same_eta() -> None:
+    """np.isclose's absolute tolerance 1e-8 took any two etas below it for one: a plan at --eta 9e-9 reported
+    the runs of 1e-9 (a probe's finding). A float's round trip through simulations.csv still matches."""
+    from sim.plan import MATCHED_EXACTLY, _same_configuration
+
+    record = {**{k: 1 for k in MATCHED_EXACTLY}, "seed": 0, "eta": 1e-9, "parameter": None}
+    row = pd.Series({**record, "eta": 9e-9})
+    assert not _same_configuration(record, row, 0)
+    assert _same_configuration(record, pd.Series({**record, "eta": float(repr(1e-9))}), 0)
+    assert _same_configuration({**record, "eta": 0.1 + 0.2}, pd.Series({**record, "eta": 0.3}), 0)
+    assert not _same_configuration({**record, "eta": 0.3}, pd.Series({**record, "eta": 0.3 * (1 + 1e-9)}), 0)
