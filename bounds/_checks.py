@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import zipfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "InputError",
     "absent_file",
     "broadcastable",
+    "one_of",
     "real_array",
     "real_number",
     "whole_numbers",
@@ -128,6 +130,15 @@ def real_number(name: str, value: Any, **domain: Any) -> float:
     if arr.ndim != 0:
         raise InputError(f"{name} = {value!r} is not a single number (expected a number, not an array)")
     return float(arr)
+
+
+def one_of(what: str, value: Any, options: Sequence[str]) -> str:
+    """``value`` where it is one of the names ``options``; else InputError 'unknown {what} {value!r}
+    (expected one of: ...)'. Anything but a string is refused first: ``value in options`` raised numpy's
+    'truth value of an array is ambiguous' for an array and 'unhashable type' for a list in a dict's keys."""
+    if not isinstance(value, str) or value not in options:
+        raise InputError(f"unknown {what} {value!r} (expected one of: {', '.join(options)})")
+    return value
 
 
 def flag(name: str, value: Any, *, none: bool = False) -> bool | None:

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, real_number
+from bounds._checks import InputError, one_of, real_number
 from bounds.graph.mixing import as_dense, check_mixing_matrix
 from bounds.result import Result
 
@@ -123,10 +123,7 @@ def _check_inputs(C: Any, tau1: int, tau2: int, rounds: int, eta: float, L: floa
     disconnected C is a valid problem), after every other argument is checked by name."""
     _check_schedule(tau1, tau2, rounds, eta, L, gap, metric)
     real_number("heterogeneity", heterogeneity, low=0)
-    if initial not in INITIAL_CONDITIONS:
-        raise InputError(
-            f"initial = {initial!r} is unknown (expected one of {', '.join(INITIAL_CONDITIONS)})"
-        )
+    one_of("initial condition", initial, INITIAL_CONDITIONS)
     return as_dense(check_mixing_matrix(C, tol=PEP_MATRIX_TOL, require_connected=False))
 
 
@@ -136,8 +133,7 @@ def _check_schedule(tau1: int, tau2: int, rounds: int, eta: float, L: float, gap
         real_number(name, value, low=low, integer=True)
     for name, value in (("eta", eta), ("L", L), ("gap", gap)):
         real_number(name, value, low=0, low_open=True)
-    if metric not in METRICS:
-        raise InputError(f"metric = {metric!r} is unknown (expected one of {', '.join(METRICS)})")
+    one_of("metric", metric, METRICS)
 
 
 def dfl_worst_case(

@@ -296,7 +296,17 @@ def test_a_bad_mixing_matrix_is_named_before_its_size() -> None:
 def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
     """An array for one integer, or a list for the bound's name, was a TypeError from int() or a dict lookup
     (an API probe); flags and Erdos-Renyi's p likewise."""
-    from bounds import check_mixing_matrix, local_step_mask, make_graph, mixing_matrix, optimize_cdfl, zeta
+    from bounds import (
+        check_mixing_matrix,
+        from_edge_list,
+        local_step_mask,
+        make_compressor,
+        make_graph,
+        mixing_matrix,
+        optimize_cdfl,
+        zeta,
+    )
+    from bounds.dfl.symbolic import expression
 
     base = {
         "L": 1,
@@ -321,7 +331,7 @@ def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
             lambda: optimize_cdfl(**cdfl | {"dim": np.array([3, 4])}),
             r"dim = array\(\[3, 4\]\) is not a single",
         ),
-        (lambda: optimize_cdfl(**cdfl, bound={}), r"bound = \{\} is unknown"),
+        (lambda: optimize_cdfl(**cdfl, bound={}), r"unknown bound \{\}"),
         (lambda: make_graph("erdos-renyi", 8, p=True), "p = True is a boolean"),
         (lambda: make_graph("erdos-renyi", 8, p="0.5"), "p = '0.5' is a string"),
         (lambda: mixing_matrix(make_graph("ring", 5), sparse="no"), "sparse = 'no' is not a flag"),
@@ -330,6 +340,24 @@ def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
             lambda: check_mixing_matrix(np.eye(4), require_connected="no"),
             "require_connected = 'no' is not a flag",
         ),
+        # a probe's finds (2026-11-28): raw TypeErrors and numpy's ambiguous truth value, not InputErrors
+        (lambda: optimize_cdfl(**cdfl, runners_up=-1), "runners_up = -1 is out of range"),
+        (lambda: optimize_cdfl(**cdfl, runners_up="2"), "runners_up = '2' is a string"),
+        (lambda: optimize_cdfl(**cdfl, candidates=True), "candidates = True"),
+        (
+            lambda: CostModel.from_network(1, latency=[0.1], bandwidth=1e6, dim=10),
+            "latency = \\[0.1\\] is not a single",
+        ),
+        (
+            lambda: CostModel.from_network(1, latency=0.1, bandwidth=1e6, dim=10, bits=[1, 2]),
+            "bits = \\[1, 2\\]",
+        ),
+        (lambda: make_compressor(["top_k"], 3), "unknown compressor \\['top_k'\\]"),
+        (lambda: from_edge_list(np.array(1)), "edges = array\\(1\\)"),
+        (lambda: optimize_dfl(**base, bound=np.array([])), "unknown bound array"),
+        (lambda: make_graph(np.array(["ring"]), 5), "unknown topology array"),
+        (lambda: mixing_matrix(make_graph("ring", 5), np.array([])), "unknown weight rule array"),
+        (lambda: expression(["x"]), "unknown expression \\['x'\\]"),
     ]
     for call, message in cases:
         with pytest.raises(InputError, match=message):

@@ -48,7 +48,7 @@ def test_optimum_equals_brute_force(bound: str) -> None:
 def test_an_unknown_cdfl_bound_is_refused() -> None:
     from sim.plan import PlanSettings
 
-    with pytest.raises(InputError, match="bound = 'lemma13' is unknown"):
+    with pytest.raises(InputError, match="unknown bound 'lemma13'"):
         optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, bound="lemma13")
     r = optimize_cdfl(**PROBLEM, **NETWORK, budget_seconds=60, max_tau1=1, bound="repaired")
     assert r.success and r.tau1 == 1 and math.isfinite(r.bound)  # tau1 = 1: (122)'s exact worst case

@@ -90,8 +90,8 @@ def test_true_instances_lie_below_and_the_witness_recomputes_the_value() -> None
         ({"eta": "0.5"}, "eta = '0.5' is a string"),  # was a TypeError
         ({"eta": -1.0}, "eta = -1 is out of range"),
         ({"heterogeneity": -0.1}, "heterogeneity = -0.1"),
-        ({"metric": "max"}, "metric = 'max'"),
-        ({"initial": "first"}, "initial = 'first'"),
+        ({"metric": "max"}, "unknown metric 'max'"),
+        ({"initial": "first"}, "unknown initial condition 'first'"),
     ],
 )
 def test_bad_input_names_the_value(kwargs: dict, fragment: str) -> None:
@@ -107,7 +107,7 @@ def test_the_quadratic_lower_bound_checks_its_arguments() -> None:
 
     args = {"tau1": 2, "tau2": 1, "rounds": 2, "eta": 0.5, "L": 1.0, "gap": 1.0}
     bad = [({"eta": -1.0}, "eta = -1 is out of range"), ({"grid": 0}, "grid = 0 is out"),
-           ({"metric": "x"}, "metric = 'x' is unknown"), ({"rounds": 0}, "rounds = 0")]  # fmt: skip
+           ({"metric": "x"}, "unknown metric 'x'"), ({"rounds": 0}, "rounds = 0")]  # fmt: skip
     for change, fragment in bad:
         with pytest.raises(InputError, match=fragment):
             quadratic_lower_bound(**{**args, **change})

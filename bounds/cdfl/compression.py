@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bounds._checks import InputError, real_number
+from bounds._checks import InputError, one_of, real_number
 
 __all__ = ["COMPRESSORS", "QSGD", "Compressor", "Gossip", "Identity", "RandK", "TopK", "make_compressor"]
 
@@ -266,12 +266,11 @@ def make_compressor(name: str, parameter: float | None = None) -> Compressor:
     0.1
     """
     needs = {"rand_k": "k", "top_k": "k", "gossip": "p", "qsgd": "s"}
+    one_of("compressor", name, COMPRESSORS)  # (a list or an array of names is none either)
     if name == "identity":
         if parameter is not None:  # it used to be dropped without a word
             raise InputError(f"compressor 'identity' takes no parameter (got {parameter!r})")
         return Identity()
-    if name not in needs:
-        raise InputError(f"unknown compressor {name!r} (expected one of: {', '.join(COMPRESSORS)})")
     if parameter is None:
         raise InputError(f"compressor {name!r} needs its parameter {needs[name]}")
     if name == "gossip":

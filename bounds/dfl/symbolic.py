@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bounds._checks import InputError
+from bounds._checks import one_of
 from bounds.dfl import formulas as f
 
 if TYPE_CHECKING:
@@ -108,11 +108,7 @@ EXPRESSIONS = tuple(_BUILDERS)
 
 def expression(name: str) -> sympy.Expr:
     """The sympy expression called ``name`` (one of :data:`EXPRESSIONS`)."""
-    try:
-        build = _BUILDERS[name]
-    except KeyError:
-        raise InputError(f"unknown expression {name!r} (expected one of: {', '.join(EXPRESSIONS)})") from None
-    return build(_symbols())
+    return _BUILDERS[one_of("expression", name, EXPRESSIONS)](_symbols())
 
 
 def pretty(name: str) -> str:

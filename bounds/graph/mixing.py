@@ -161,9 +161,9 @@ def mixing_matrix(graph: nx.Graph, rule: str = "paper", *, sparse: bool | None =
     sparse = flag("sparse", sparse, none=True)
     if graph.is_directed():  # weights of an undirected graph: a directed one was read as undirected
         raise InputError("the graph is directed (expected an undirected networkx Graph: C must be symmetric)")
+    check_weight_rule(rule)  # first: ``rule == "lazy"`` of an array was numpy's ambiguous truth value
     if rule == "lazy":
         return lazy(mixing_matrix(graph, "metropolis", sparse=sparse))
-    check_weight_rule(rule)
     edges, degrees, n = _edges_and_degrees(graph)
     if n == 0:
         raise InputError("the graph has no nodes (expected at least one)")

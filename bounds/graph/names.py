@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bounds._checks import InputError, absent_file
+from bounds._checks import InputError, absent_file, one_of
 
 TOPOLOGY_NAMES = (
     "ring", "quasi-ring", "torus", "complete", "star", "path", "hypercube", "exponential", "erdos-renyi",
@@ -24,14 +24,12 @@ TOPOLOGY_FILES = {
 
 def check_topology_name(name: object) -> None:
     """Raise InputError unless ``name`` is a graph name of :data:`TOPOLOGY_NAMES`."""
-    if name not in TOPOLOGY_NAMES:
-        raise InputError(f"unknown topology {name!r} (expected one of: {', '.join(TOPOLOGY_NAMES)})")
+    one_of("topology", name, TOPOLOGY_NAMES)
 
 
 def check_weight_rule(rule: object) -> None:
     """Raise InputError unless ``rule`` is one of :data:`WEIGHT_RULES`."""
-    if rule not in WEIGHT_RULES:
-        raise InputError(f"unknown weight rule {rule!r} (expected one of: {', '.join(WEIGHT_RULES)})")
+    one_of("weight rule", rule, WEIGHT_RULES)
 
 
 def check_topology_argument(name: str, rule: str) -> None:

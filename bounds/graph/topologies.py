@@ -170,7 +170,8 @@ def _pairs(edges: object) -> list[tuple[int, int]]:
     edge view, a zip); InputError naming the first pair that is not one."""
     shown = " ".join(repr(edges).split())  # one line: an array's repr has several
     bad = f"edges = {shown:.80} (expected a file path or (u, v) pairs of integer node ids >= 0)"
-    if isinstance(edges, str | bytes) or not hasattr(edges, "__iter__"):
+    scalar = isinstance(edges, np.ndarray) and edges.ndim == 0  # np.array(1): no pairs, iteration a TypeError
+    if isinstance(edges, str | bytes) or not hasattr(edges, "__iter__") or scalar:
         raise InputError(bad)
     pairs = []
     for e in edges:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import real_array, real_number, whole_number
+from bounds._checks import real_number, whole_number
 
 __all__ = ["CostModel"]
 
@@ -38,11 +38,11 @@ class CostModel:
         cls, t_comp: float, *, latency: float, bandwidth: float, dim: int, bits: float | None = None
     ) -> CostModel:
         """t_comm = latency + message bits / bandwidth (bits/s); bits default to 32 dim (float32)."""
-        real_array("latency", latency, low=0)
-        real_array("bandwidth", bandwidth, low=0, low_open=True)
+        lat = real_number("latency", latency, low=0)  # single numbers, as the model holds (a list: TypeError)
+        rate = real_number("bandwidth", bandwidth, low=0, low_open=True)
         d = whole_number("dim", dim, low=1)
-        message = 32.0 * d if bits is None else float(real_array("bits", bits, low=0, low_open=True))
-        return cls(t_comp, latency + message / bandwidth)
+        message = 32.0 * d if bits is None else real_number("bits", bits, low=0, low_open=True)
+        return cls(t_comp, lat + message / rate)
 
     def with_message_bits(self, bits: float, dim: int) -> CostModel:
         """This model, ``t_comm`` read as one uncompressed (32 dim bit) step, for ``bits``-bit messages."""

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bounds._checks import MAX_EXACT_INTEGER, InputError, real_number, whole_number
+from bounds._checks import MAX_EXACT_INTEGER, InputError, one_of, real_number, whole_number
 from bounds.dfl import formulas as f
 from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
@@ -218,9 +218,7 @@ def optimize_dfl(
     z = real_number("zeta", zeta, low=0, high=1)
     v2 = real_number("heterogeneity", heterogeneity, low=0)
     fixed = None if eta is None else real_number("eta", eta, low=0, low_open=True)
-    bound = ALIASES.get(bound, bound) if isinstance(bound, str) else bound  # ([] was unhashable)
-    if bound not in BOUNDS:
-        raise InputError(f"unknown bound {bound!r} (expected one of: {', '.join(BOUNDS)})")
+    bound = one_of("bound", ALIASES.get(bound, bound) if isinstance(bound, str) else bound, BOUNDS)
     if v2 > 0 and bound != "non-iid":
         raise InputError(
             f"heterogeneity = {v2:g} needs bound 'non-iid' (the bound {bound!r} has no heterogeneity term)"

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from bounds._checks import InputError, whole_number
+from bounds._checks import InputError, one_of, whole_number
 from bounds.cdfl.compression import Compressor, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.plan.cost import CostModel
@@ -80,11 +80,11 @@ def optimize_cdfl(
     Lemma 13 bounds F(w) - F*, so Proposition 1's gap F(u_1) - F_inf plays no part. The result's grid has one
     row per (compressor, tau1, tau2) cell, with its delta and message bits.
     """
-    if not isinstance(bound, str) or bound not in CDFL_BOUNDS:
-        raise InputError(f"bound = {bound!r} is unknown (expected one of: {', '.join(CDFL_BOUNDS)})")
+    one_of("bound", bound, CDFL_BOUNDS)
+    runners_up = whole_number("runners_up", runners_up, low=0)
     d = whole_number("dim", dim, low=1)
     if candidates is not None and (
-        isinstance(candidates, str)
+        not isinstance(candidates, list | tuple)  # (True was iterated: a TypeError)
         or not candidates
         or not all(isinstance(c, tuple | list) and len(c) == 2 for c in candidates)
     ):  # ['identity'] failed to unpack; [] became the default list in silence
