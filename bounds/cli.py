@@ -15,7 +15,7 @@ Sub-commands::
                    no --gap)
     dfl-bounds pep --L --nodes --topology NAME --tau1 --tau2 --rounds --eta --gap [--heterogeneity V]
                    [--initial lower|last] [--solver S] [--json]   (needs the "pep" extras)
-    dfl-bounds expr NAME [--latex]
+    dfl-bounds expr NAME [--latex | --json]
     dfl-bounds bench [--quick] [--json]
 
 NAME of a topology is a built-in one (ring, quasi-ring, torus, ...), ``edges:PATH``
@@ -320,7 +320,21 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
     return run_benchmarks(quick=args.quick)
 
 
-def _cmd_expr(args: argparse.Namespace) -> str:
+def _cmd_expr(args: argparse.Namespace) -> str | dict[str, Any]:
+    """The expression in Unicode, or its LaTeX; ``--json``: as text, exact (``srepr``), LaTeX, symbols."""
+    if args.json:
+        if args.latex:
+            raise InputError("--latex has no effect with --json, which holds the LaTeX (expected either)")
+        import sympy
+
+        expression = symbolic.expression(args.name)
+        return {
+            "name": args.name,
+            "expression": str(expression),  # to read ('sigma^2' is one symbol's name: not for sympify)
+            "srepr": sympy.srepr(expression),  # exact: sympy.sympify gives the expression back
+            "latex": symbolic.latex(args.name),
+            "symbols": sorted(str(x) for x in expression.free_symbols),
+        }
     return symbolic.latex(args.name) if args.latex else symbolic.pretty(args.name)
 
 
@@ -508,7 +522,8 @@ def _build_parser() -> OneLineParser:
     expr = sub.add_parser("expr", help="a formula as a sympy expression")
     expr.add_argument("name", choices=symbolic.EXPRESSIONS)
     expr.add_argument("--latex", action="store_true", help="print LaTeX")
-    expr.set_defaults(run=_cmd_expr, json=False)
+    expr.add_argument("--json", action="store_true", help="print one JSON object: the expression, its LaTeX")
+    expr.set_defaults(run=_cmd_expr)
     return parser
 
 

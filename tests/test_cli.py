@@ -166,6 +166,20 @@ def test_expr_latex(capsys) -> None:
     assert code == 0 and out.startswith("2 L^{2}")
 
 
+def test_expr_json_gives_the_exact_expression_back(capsys) -> None:
+    """Every other command took --json; expr refused it (a probe). Its srepr is the expression itself."""
+    import sympy
+
+    from bounds.dfl import symbolic
+
+    code, out, _ = run(capsys, "expr", "bound_non_iid", "--json")
+    got = json.loads(out)
+    assert code == 0 and sympy.sympify(got["srepr"]) == symbolic.expression("bound_non_iid")
+    assert got["latex"] == symbolic.latex("bound_non_iid") and "varsigma^2" in got["symbols"]
+    code, _, err = run(capsys, "expr", "bound_repaired", "--json", "--latex")
+    assert code == 2 and "--latex has no effect with --json" in err
+
+
 def test_module_entry_point() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "bounds", "topology", "ring", "--nodes", "10", "--json"],
