@@ -208,6 +208,13 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
         )
     else:  # --t-comm is one uncompressed gossip step
         cost = CostModel(config.t_comp, config.t_comm).with_message_bits(bits, stack.d)
+    with np.errstate(over="ignore"):
+        modelled = config.steps * (cost.t_comp + cost.t_comm)
+    if not np.isfinite(modelled):  # model_time became inf in silence
+        raise InputError(
+            f"the run's modelled time, steps x (t_comp + t_comm) = {config.steps} x ({cost.t_comp:g} + "
+            f"{cost.t_comm:g}), overflows float64 (expected smaller step times)"
+        )
     x0 = initial_point(config, model, stack).to(device)
     C = mixing(config, uses_J)
     if main and not isinstance(C, ExactAverage) and has_eigenvalue_minus_one(C):  # runs, but never agrees

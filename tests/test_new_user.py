@@ -134,6 +134,9 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         (["--batch-size", "99999999999"], "batch_size = 99999999999: a step's inputs alone would take"),
         (["--dataset", f"npz:{npy}"], "holds one array of shape (3, 4) (expected an .npz archive"),
         (["--dataset", f"npz:{tmp_path}"], "is a folder (expected an .npz"),
+        # a probe's finds: t_comm = inf blamed on a value never given, and a model_time of inf in silence
+        (["--latency", "0", "--bandwidth", "1e-310"], "latency + bits / bandwidth = 0 + "),
+        (["--t-comp", "1e308"], "the run's modelled time, steps x (t_comp + t_comm) = "),
     ]
     for extra, fragment in cases:
         err = _one_line_error(capsys, _base(tiny, out) + extra)

@@ -121,6 +121,10 @@ def test_step_caps_instead_of_seconds() -> None:
 def test_network_cost_model() -> None:
     cost = CostModel.from_network(0.01, latency=0.002, bandwidth=1e8, dim=1_000_000)
     assert cost.t_comm == pytest.approx(0.002 + 32e6 / 1e8)
+    # a huge valid t_comm scaled by a factor of 1 overflowed (1e303 * 32 d, then / 32 d)
+    assert CostModel(1.0, 1e303).with_message_bits(32 * 7850, 7850).t_comm == 1e303
+    with pytest.raises(InputError, match="latency \\+ bits / bandwidth = 0 \\+ 320 / 1e-310 overflows"):
+        CostModel.from_network(1.0, latency=0, bandwidth=1e-310, dim=10)
 
 
 def test_repaired_is_the_default_and_the_refuted_bounds_say_so() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import real_number, whole_number
+from bounds._checks import InputError, real_number, whole_number
 
 __all__ = ["CostModel"]
 
@@ -42,13 +42,22 @@ class CostModel:
         rate = real_number("bandwidth", bandwidth, low=0, low_open=True)
         d = whole_number("dim", dim, low=1)
         message = 32.0 * d if bits is None else real_number("bits", bits, low=0, low_open=True)
-        return cls(t_comp, lat + message / rate)
+        with np.errstate(over="ignore"):
+            t_comm = lat + message / rate
+        if not np.isfinite(t_comm):  # it blamed t_comm = inf, a value the user never gave
+            raise InputError(
+                f"latency + bits / bandwidth = {lat:g} + {message:g} / {rate:g} overflows float64 (expected "
+                "a finite time per gossip step: a larger bandwidth or a smaller latency)"
+            )
+        return cls(t_comp, t_comm)
 
     def with_message_bits(self, bits: float, dim: int) -> CostModel:
         """This model, ``t_comm`` read as one uncompressed (32 dim bit) step, for ``bits``-bit messages."""
         d = whole_number("dim", dim, low=1)
         b = real_number("bits", bits, low=0, low_open=True)
-        return CostModel(self.t_comp, self.t_comm * b / (32.0 * d))
+        return CostModel(
+            self.t_comp, self.t_comm * (b / (32.0 * d))
+        )  # (1e303 * bits overflowed before / 32 d)
 
     def round_seconds(self, tau1: Any, tau2: Any) -> Any:
         """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""
