@@ -392,7 +392,8 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
         sweep = f"; in a sweep, allow_change = {names!r} in its grid's [base]"
         hint = f" (or --allow-change {names}{sweep})" if allowed == differ else ""
         raise ResumeSettingsDiffer(
-            f"resume: the settings differ from the checkpoint's: {pairs} (expected the same settings{hint})",
+            f"resume: the settings differ from the checkpoint's in {str(checkpoint.parent)!r}: {pairs} "
+            f"(expected the same settings{hint})",
             pairs,
         )
     _check_steps(config, saved, int(state["t"]))  # after the fields: every differing one named at once

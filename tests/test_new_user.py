@@ -201,6 +201,7 @@ def test_resume_refuses_other_settings_and_a_fresh_run_clears_old_files(capsys, 
     capsys.readouterr()
     err = _one_line_error(capsys, [*_base(tiny, out)[:-2], "--eta", "0.2", "--resume", "--steps", "12"])
     assert "eta = 0.1 -> 0.2" in err and "--allow-change eta" in err
+    assert f"the settings differ from the checkpoint's in {str(out)!r}" in err  # which run (in a sweep)
     err = _one_line_error(capsys, [*_base(tiny, out), "--model", "lstsq", "--resume"])
     assert "model = 'logreg' -> 'lstsq'" in err
     args = [*_base(tiny, out)[:-2], "--eta", "0.2", "--resume", "--steps", "12", "--allow-change", "eta"]
