@@ -40,7 +40,7 @@ from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
 from bounds.dfl import symbolic
 from bounds.dfl.proposition1 import dfl_bound
 from bounds.graph.mixing import RULES, as_dense, topology_matrix
-from bounds.graph.spectral import SpectralSummary, spectral_summary, zeta
+from bounds.graph.spectral import spectral_summary, zeta
 from bounds.graph.topologies import TOPOLOGIES
 from bounds.plan.compare import compare_methods
 from bounds.plan.cost import CostModel
@@ -49,13 +49,6 @@ from bounds.plan.optimize_cdfl import optimize_cdfl
 from bounds.serialize import jsonable
 
 __all__ = ["main"]
-
-
-def _spectrum(args: argparse.Namespace) -> tuple[SpectralSummary, float]:
-    start = time.perf_counter()
-    C = topology_matrix(args.name, args.nodes, args.weights, args.seed)
-    summary = spectral_summary(C)
-    return summary, time.perf_counter() - start
 
 
 ZETA_ONLY_FROM_NODES = 5000  # --spectrum auto: above this (sparse C) only zeta, by Lanczos on C - J
@@ -88,9 +81,9 @@ def _weights_used(topology: str, weights: str) -> str:
 
 def _cmd_dfl(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    zeta = _zeta_of(args, out)
-    result = dfl_bound(**_arguments(dfl_bound, args, zeta=zeta))
-    out["zeta"] = zeta
+    z = _zeta_of(args, out, beta=False)
+    result = dfl_bound(**_arguments(dfl_bound, args, zeta=z))
+    out["zeta"] = z
     out.update(result.to_dict())
     out.pop("inputs")
     return out
@@ -113,8 +106,11 @@ def _arguments(fn: Callable[..., Any], args: argparse.Namespace, **given: Any) -
     return out
 
 
-def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
-    """zeta from --zeta, or from --topology (recording the topology and beta_mix in ``out``)."""
+def _zeta_of(args: argparse.Namespace, out: dict[str, Any], beta: bool = True) -> float:
+    """zeta from --zeta, or from --topology (recording the topology and beta_mix in ``out``). Without
+    ``beta`` (a DFL bound needs zeta alone), above ZETA_ONLY_FROM_NODES nodes only zeta is computed, as
+    ``dfl-bounds topology`` does: lambda_N by Lanczos took minutes on a 10^5 ring, and beta_mix is then not
+    in ``out``."""
     if args.topology is None:
         if args.nodes == 1 and args.zeta != 0:  # (the library takes N = 1 for a shared noise, at any zeta)
             raise InputError(
@@ -128,13 +124,14 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
         raise InputError(
             f"--beta {args.beta:g} and --topology: the topology gives beta_mix (expected one of them)"
         )
-    args.name = args.topology
-    summary, _ = _spectrum(args)
-    if summary.nodes != args.nodes:
-        raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {summary.nodes} nodes")
-    out.update(
-        topology=args.topology, weights=_weights_used(args.topology, args.weights), beta_mix=summary.beta_mix
-    )
+    C = topology_matrix(args.topology, args.nodes, args.weights, args.seed)
+    if C.shape[0] != args.nodes:
+        raise InputError(f"--nodes {args.nodes} but topology {args.topology!r} has {C.shape[0]} nodes")
+    out.update(topology=args.topology, weights=_weights_used(args.topology, args.weights))
+    if not beta and C.shape[0] > ZETA_ONLY_FROM_NODES:
+        return zeta(C)
+    summary = spectral_summary(C)
+    out["beta_mix"] = summary.beta_mix
     return summary.zeta
 
 
@@ -168,11 +165,11 @@ def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
             "the gossip cost is missing (expected --t-comm, or --latency, --bandwidth and --dim)"
         )
     out: dict[str, Any] = {}
-    zeta = _zeta_of(args, out)
-    result = optimize_dfl(**_arguments(optimize_dfl, args, zeta=zeta, cost=cost, C=None))
+    z = _zeta_of(args, out, beta=False)
+    result = optimize_dfl(**_arguments(optimize_dfl, args, zeta=z, cost=cost, C=None))
     _require_success(result)
     used = ALIASES.get(args.bound, args.bound)
-    out.update(zeta=zeta, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=used, **result.to_dict())
+    out.update(zeta=z, t_comp=cost.t_comp, t_comm=cost.t_comm, bound_used=used, **result.to_dict())
     return out
 
 
@@ -261,7 +258,7 @@ def _cmd_cdfl(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    zeta = _zeta_of(args, out)
+    zeta = _zeta_of(args, out, beta=args.mu is not None)  # (C-DFL's row needs beta_mix)
     cdfl = _cdfl_extras(args, out) if args.mu is not None else None
     rows = compare_methods(
         L=args.L,

@@ -71,8 +71,12 @@ def bar_interval() -> float:
 
 
 def text(value: Any) -> str:
-    """A value as the tables print it (floats with 6 significant digits)."""
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    """A value as the tables print it: floats with 6 significant digits, or 12 where 6 would print 0 or 1 for
+    what is neither (zeta = 0.9999999987 of a 10^5 ring read 'zeta : 1', a disconnected graph's)."""
+    if not isinstance(value, float):
+        return str(value)
+    short = f"{value:.6g}"
+    return f"{value:.12g}" if float(short) in (0.0, 1.0) and float(short) != value else short
 
 
 def rows_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -486,3 +486,22 @@ def test_progress_bars_write_a_line_every_10_s_off_a_terminal(monkeypatch) -> No
 
     monkeypatch.setattr(sys, "stderr", Terminal())
     assert bar_interval() == 0.1
+
+
+def test_dfl_bounds_of_a_large_topology_compute_zeta_alone_and_print_it_in_full(capsys) -> None:
+    """dfl / optimize with --topology took the whole spectrum (lambda_N by Lanczos: minutes on a 10^5 ring)
+    where a DFL bound needs zeta alone, as `topology` computes it above 5,000 nodes; and 'zeta : 1' was
+    printed for a zeta of 0.99999... (a probe's findings)."""
+    from bounds import make_graph, mixing_matrix, spectral_summary
+
+    n = 6000
+    flags = ["--topology", "ring", "--nodes", str(n), "--L", "1", "--sigma2", "1", "--eta", "0.01", "--tau1",
+             "4", "--tau2", "4", "--T", "1000", "--gap", "1"]  # fmt: skip
+    code, out, _ = run(capsys, "dfl", *flags, "--json")
+    got = json.loads(out)
+    assert code == 0 and "beta_mix" not in got and got["topology"] == "ring"
+    assert got["zeta"] == pytest.approx(spectral_summary(mixing_matrix(make_graph("ring", n))).zeta, abs=1e-9)
+    code, text, _ = run(capsys, "dfl", *flags)
+    assert code == 0 and f"zeta : {got['zeta']:.12g}" in text and "zeta : 1\n" not in text
+    code, out, _ = run(capsys, "topology", "ring", "--nodes", "10", "--json")  # small: the whole spectrum
+    assert code == 0 and "beta_mix" in json.loads(out)
