@@ -349,7 +349,8 @@ def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="dfl-sim",
         description="Decentralized FL simulator (vectorised across nodes). With no command it is "
-        "`dfl-sim run`: the default run, into runs/latest, which a fresh run replaces.",
+        "`dfl-sim run`: the default run, into runs/latest, which a fresh run replaces; flags alone are "
+        "`dfl-sim run`'s.",
     )
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run one experiment (no flags: quick paper MNIST ring run)")
@@ -426,9 +427,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-sim`` / ``python -m sim``; returns the exit code."""
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv or ["run"])
-    if args.command is None:
-        args = parser.parse_args(["run", *argv])
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["run", *argv]  # no command: `dfl-sim --steps 5` is `dfl-sim run --steps 5` (it was "invalid
+        # choice: '5'": argparse took the flag's value for the command)
+    args = parser.parse_args(argv)
     try:
         retain_freed_memory()
         out = args.run(args)
