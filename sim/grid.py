@@ -9,11 +9,15 @@ The file has two tables::
     [grid]            # field -> list of values; the sweep is their product
     seed = [0, 1, 2]
     tau2 = [1, 4, 15]
+    method = [{algorithm = "dfl"}, {algorithm = "cdfl", compressor = "top_k", compressor_param = 100}]
 
-Each point runs in ``DIR/<field>=<value>_...`` (the grid's fields in the file's order). With ``resume``
-a point whose folder holds a finished run of the same config is not run again, one with a checkpoint
-continues from it, one with neither starts afresh; a finished run of other settings without a checkpoint
-is refused (:func:`refuse_overwrite`): ``--resume`` never trains a finished run again from step 0.
+A [grid] key that is no RunConfig field, with a list of tables, is a *bundle*: each table sets its fields
+together, one value of the product (DFL beside C-DFL with a compressor: the product of an algorithm axis
+and a compressor axis holds DFL with top_k, which is refused). Each point runs in
+``DIR/<field>=<value>_...`` (the grid's fields in the file's order, a bundle's in its table's). With
+``resume`` a point whose folder holds a finished run of the same config is not run again, one with a
+checkpoint continues from it, one with neither starts afresh; a finished run of other settings without a
+checkpoint is refused (:func:`refuse_overwrite`): ``--resume`` never trains a finished run again from step 0.
 """
 
 from __future__ import annotations
@@ -73,6 +77,9 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         )
     grid: dict[str, list[Any]] = {}
     for key, values in raw.get("grid", {}).items():
+        if isinstance(values, list) and values and any(isinstance(v, dict) for v in values):
+            grid[_bundle_name(path, key, grid)] = _bundle(path, key, values, base, grid)
+            continue
         name = _field(path, key)
         if name in _NOT_IN_GRID:
             raise InputError(
@@ -85,6 +92,7 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             )
         if name in base:
             raise InputError(f"grid file {str(path)!r}: {key!r} is in [base] and in [grid] (expected one)")
+        _not_in_a_bundle(path, name, grid)
         if name in grid:
             raise InputError(f"grid file {str(path)!r}: [grid] has {key!r} twice, spelled two ways (expected "
                              "it once)")  # fmt: skip
@@ -103,6 +111,63 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             "[grid]: the sweep is their product; one run is `dfl-sim run --config FILE`)"
         )
     return base, grid
+
+
+def _bundle_name(path: Path, key: str, grid: dict[str, list[Any]]) -> str:
+    """A bundle's key: no RunConfig field (it would read as one), and not twice."""
+    if key.replace("-", "_") in _FIELDS:
+        raise InputError(
+            f"grid file {str(path)!r}: [grid] {key} holds tables, but {key!r} is a RunConfig field (expected "
+            "a list of its values, or tables under a name of your own: method = [{algorithm = 'dfl'}, ...])"
+        )
+    if key in grid:
+        raise InputError(f"grid file {str(path)!r}: [grid] has {key!r} twice (expected it once)")
+    return key
+
+
+def _bundle(
+    path: Path, key: str, tables: list[Any], base: dict[str, Any], grid: dict[str, list[Any]]
+) -> list[dict[str, Any]]:
+    """A bundle's tables, each of RunConfig fields (none in [base], in another [grid] entry, or fixed per
+    sweep), distinct and non-empty."""
+    where = f"grid file {str(path)!r}: [grid] {key}"
+    if not all(isinstance(t, dict) and t for t in tables):
+        bad = next(t for t in tables if not isinstance(t, dict) or not t)
+        raise InputError(
+            f"{where} holds {bad!r} beside tables (expected a list of non-empty tables of fields)"
+        )
+    bundle = []
+    for table in tables:
+        fields_ = fields_once(table, lambda k: _field(path, k), where)
+        for name in fields_:
+            if name in _NOT_IN_GRID:
+                raise InputError(f"{where}: {name!r} cannot vary in a sweep (expected it in [base])")
+            if name in base:
+                raise InputError(f"{where}: {name!r} is in [base] and in the bundle (expected one)")
+            if name in grid:
+                raise InputError(f"{where}: {name!r} is also a [grid] entry of its own (expected one)")
+            _not_in_a_bundle(path, name, grid)
+        if any(_same_table(fields_, other) for other in bundle):
+            raise InputError(
+                f"{where} lists one table twice ({table!r}; expected distinct tables: each is one run)"
+            )
+        bundle.append(fields_)
+    return bundle
+
+
+def _not_in_a_bundle(path: Path, name: str, grid: dict[str, list[Any]]) -> None:
+    """InputError where a bundle already in ``grid`` sets the field ``name``: two entries would set it."""
+    for key, values in grid.items():
+        if any(isinstance(v, dict) and name in v for v in values):
+            raise InputError(
+                f"grid file {str(path)!r}: {name!r} is set by the bundle {key!r} and by another [grid] entry "
+                "(expected one)"
+            )
+
+
+def _same_table(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two bundle tables that give one run: the same fields, each of the same value (:func:`_same_value`)."""
+    return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -129,7 +194,9 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
     points: list[GridPoint] = []
     folders: dict[Path, dict[str, Any]] = {}
     for combo in itertools.product(*grid.values()):
-        values = dict(zip(grid, combo, strict=True))
+        values: dict[str, Any] = {}
+        for key, value in zip(grid, combo, strict=True):  # a bundle's table: its fields, flat
+            values.update(value if isinstance(value, dict) else {key: value})
         folder = Path(out) / (_folder_name(values) or "run")
         if folder in folders:  # ('a b' and 'a-b' give one name): refused before any folder is made
             raise InputError(
@@ -151,7 +218,8 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
     be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where no
     point reads it, or, listing several values, where among the points that share every other grid value no
     two read it (a sweep of identical runs)."""
-    for name in points[0].values if points else ():
+    shared = [n for n in (points[0].values if points else ()) if all(n in p.values for p in points)]
+    for name in shared:  # (a bundle's field that some of its tables leave out: that table's choice)
         idle = [dict(p.config.without_effect([name])).get(name) for p in points]
         if not any(idle):
             continue

@@ -303,6 +303,20 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
             "[grid]\ntopology = ['ring', 'matrix:/nonexistent/m.npy']\n",
             "matrix file '/nonexistent/m.npy' does not",
         ),
+        # bundles: tables of fields set together
+        (
+            "[grid]\nalgorithm = [{tau1 = 2}]\n",
+            "[grid] algorithm holds tables, but 'algorithm' is a RunConfig",
+        ),
+        ("[grid]\nm = [{tau1 = 2}, 3]\n", "[grid] m holds 3 beside tables (expected a list of non-empty"),
+        ("[grid]\nm = [{tau1 = 2}, {}]\n", "[grid] m holds {{}} beside tables"),
+        ("[grid]\nm = [{tau1 = 2}, {tau1 = 2.0}]\n", "[grid] m lists one table twice"),
+        ("[grid]\nm = [{bogus = 2}]\n", "unknown key 'bogus'"),
+        ("[grid]\nm = [{out = 'x'}]\n", "[grid] m: 'out' cannot vary in a sweep"),
+        ("tau1 = 3\n[grid]\nm = [{tau1 = 2}]\n", "[grid] m: 'tau1' is in [base] and in the bundle"),
+        ("[grid]\ntau1 = [1, 2]\nm = [{tau1 = 2}]\n", "[grid] m: 'tau1' is also a [grid] entry of its own"),
+        ("[grid]\nm = [{tau1 = 2}]\ntau1 = [1, 2]\n", "'tau1' is set by the bundle 'm' and by another"),
+        ("[grid]\nm = [{tau1 = 2}]\nn = [{tau1 = 3}]\n", "'tau1' is set by the bundle 'm' and by another"),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
@@ -314,6 +328,31 @@ def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str
         fragment.format(out=tmp_path / "out") in err and "\n" not in err and err.startswith("dfl-sim: error:")
     )
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_bundle_sets_its_fields_together_dfl_beside_cdfl_with_a_compressor(tiny, tmp_path, capsys) -> None:
+    """An algorithm axis times a compressor axis holds DFL with top_k, which is refused: a probe could not
+    compare DFL with C-DFL in one grid. A bundle's tables are points of their own, run as the run alone."""
+    body = (
+        "[grid]\nseed = [0, 1]\n"
+        "method = [{algorithm = 'dfl'}, {algorithm = 'cdfl', compressor = 'top_k', compressor_param = 5}]\n"
+    )
+    grid, out = _grid(tmp_path, tiny, body), tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    cdfl = {"algorithm": "cdfl", "compressor": "top_k", "compressor_param": 5}
+    assert [r["grid"] for r in runs] == [
+        {"seed": s, **m} for s in (0, 1) for m in ({"algorithm": "dfl"}, cdfl)
+    ]
+    folder = out / "seed=1_algorithm=cdfl_compressor=top_k_compressor_param=5"
+    assert (
+        main(["run", "--config", str(folder / "config.json"), "--out", str(tmp_path / "alone"), "--json"])
+        == 0
+    )
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["steps"] == runs[3]["steps"] and alone["bits_per_node"] == runs[3]["bits_per_node"]
+    assert runs[3]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=1e-5)
+    assert (out / "seed=0_algorithm=dfl" / "summary.json").is_file()
 
 
 def test_grid_folder_names_keep_the_value_and_fit_a_file_system(tmp_path) -> None:
