@@ -167,6 +167,12 @@ class RunConfig:
             )
         if self.backend not in ("local", "distributed"):
             raise InputError(f"backend = {self.backend!r} is unknown (expected local or distributed)")
+        if self.nodes == 1:  # it ran, counting bits and gossip time for messages sent to no one (a probe)
+            raise InputError(
+                "nodes = 1: a lone node has no one to gossip with, so every algorithm's communication would "
+                "be counted for messages never sent (expected nodes >= 2; the paper's centralised baseline "
+                "is algorithm 'sync' over N nodes)"
+            )
         if self.backend == "local" and self.world_size != 1:
             raise InputError(
                 f"world_size = {self.world_size!r} needs backend 'distributed' (expected 1 with the local "

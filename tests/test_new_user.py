@@ -137,6 +137,7 @@ def test_bad_flags_and_config_values(capsys, tiny, tmp_path) -> None:
         # a probe's finds: t_comm = inf blamed on a value never given, and a model_time of inf in silence
         (["--latency", "0", "--bandwidth", "1e-310"], "latency + bits / bandwidth = 0 + "),
         (["--t-comp", "1e308"], "the run's modelled time, steps x (t_comp + t_comm) = "),
+        (["--nodes", "1"], "nodes = 1: a lone node has no one to gossip with"),
     ]
     for extra, fragment in cases:
         err = _one_line_error(capsys, _base(tiny, out) + extra)
