@@ -236,7 +236,9 @@ def _delta_of(args: argparse.Namespace, out: dict[str, Any]) -> float:
     if args.dim is None:
         raise InputError(f"--compressor {args.compressor} needs --dim (the model dimension d)")
     q = make_compressor(args.compressor, args.compressor_param)
-    out.update(compressor=args.compressor, bits_per_message=q.bits(args.dim))
+    out.update(
+        compressor=args.compressor, compressor_param=args.compressor_param, bits_per_message=q.bits(args.dim)
+    )
     return q.delta(args.dim)
 
 

@@ -505,3 +505,17 @@ def test_dfl_bounds_of_a_large_topology_compute_zeta_alone_and_print_it_in_full(
     assert code == 0 and f"zeta : {got['zeta']:.12g}" in text and "zeta : 1\n" not in text
     code, out, _ = run(capsys, "topology", "ring", "--nodes", "10", "--json")  # small: the whole spectrum
     assert code == 0 and "beta_mix" in json.loads(out)
+
+
+def test_cdfl_names_the_compressors_parameter(capsys) -> None:
+    """Two runs of other --compressor-param differed only in their numbers (a probe's finding)."""
+    flags = ["cdfl", "--L", "1", "--mu", "0.1", "--sigma2", "1", "--G2", "1", "--nodes", "10", "--tau1", "4",
+             "--tau2", "4", "--K", "1000", "--zeta", "0.8727", "--beta", "1.3333", "--dim", "100",
+             "--json"]  # fmt: skip
+    code, out, _ = run(capsys, *flags, "--compressor", "qsgd", "--compressor-param", "3")
+    got = json.loads(out)
+    assert code == 0 and (got["compressor"], got["compressor_param"], got["bits_per_message"]) == (
+        "qsgd",
+        3,
+        332,
+    )
