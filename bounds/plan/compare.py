@@ -110,7 +110,9 @@ def compare_methods(
             "tau2": tau2, "zeta": zeta, "bound": r.bound, "bound_corrected_drift": None,
             "bound_repaired": r.bound_repaired,  # Lemma 12 from (122) at the lemma's step (Finding 12)
             "eta_condition_ok": r.conditions_ok, "eta_max": r.eta_0,
-            "note": "not comparable with the rows above (other quantity and assumptions). " + r.message,
+            "note": "not comparable with the rows above (other quantity and assumptions); eta_max: the "
+            "largest eta_0 = 4 / (mu a) its conditions admit (its schedule's first step); eta_condition_ok: "
+            "Lemma 13's conditions. " + r.message,
         })  # fmt: skip
     return [{k: jsonable(v) if v is not None and not isinstance(v, str) else v for k, v in row.items()}
             for row in rows]  # fmt: skip

@@ -60,7 +60,9 @@ class OptimizeResult(Result):
 
     Attributes:
         tau1, tau2, eta, bound, rounds, steps, time: the best cell (time in seconds).
-        eta_max: the step-size limit (eta) at the best cell.
+        eta_max: the step-size limit (eta) at the best cell. For C-DFL (:func:`optimize_cdfl`) the step is
+            a schedule, eta_k = 4 / (mu (a + k)), taken at the smallest a its conditions admit: ``eta`` is
+            its eta_0, which is then also the largest eta_0 admitted, ``eta_max``.
         runners_up: the next best cells, best first (list of dicts).
         grid: every cell as a pandas DataFrame (``grid_frame()``), or the raw arrays.
         success: whether any cell has a finite bound; message: why not, or notes. When none has,
