@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bounds._checks import InputError
+from bounds._checks import InputError, real_number
 from bounds.cdfl.compression import COMPRESSORS, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
 from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
@@ -136,6 +136,8 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any], beta: bool = True) -
 
 
 def _cmd_optimize(args: argparse.Namespace) -> dict[str, Any]:
+    if args.heterogeneity is not None:  # its own range first (nan was told it needs --bound non-iid)
+        real_number("heterogeneity", args.heterogeneity, low=0)
     if args.heterogeneity and ALIASES.get(args.bound, args.bound) != "non-iid":
         raise InputError(
             f"--heterogeneity {args.heterogeneity:g} needs --bound non-iid (the bound {args.bound!r} has no "
