@@ -239,7 +239,7 @@ def test_cli_non_iid_bound_takes_the_heterogeneity_and_other_bounds_refuse_it(ca
     assert values[1] == pytest.approx(direct.bound, rel=1e-12) and values[1] > values[0]
     assert main([*argv, "--heterogeneity", "4"]) == 2
     assert "--heterogeneity 4 needs --bound non-iid" in capsys.readouterr().err
-    assert main([*argv, "--heterogeneity", "nan"]) == 2  # its range first (it was told to add --bound non-iid)
+    assert main([*argv, "--heterogeneity", "nan"]) == 2  # its range first (it was told: --bound non-iid)
     assert "heterogeneity is NaN" in capsys.readouterr().err
 
 
