@@ -27,7 +27,7 @@ import itertools
 import json
 import re
 import tomllib
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,11 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         if isinstance(values, list) and values and any(isinstance(v, dict) for v in values):
             grid[_bundle_name(path, key, grid)] = _bundle(path, key, values, base, grid)
             continue
+        if isinstance(values, dict):  # (it was 'unknown key', or a field's 'expected a non-empty list')
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {key} = {values!r} is one table (expected a list: of "
+                f"values, or of tables for a bundle, {key} = [{{...}}, {{...}}])"
+            )
         name = _field(path, key)
         if name in _NOT_IN_GRID:
             raise InputError(
@@ -133,9 +138,8 @@ def _bundle(
     where = f"grid file {str(path)!r}: [grid] {key}"
     if not all(isinstance(t, dict) and t for t in tables):
         bad = next(t for t in tables if not isinstance(t, dict) or not t)
-        raise InputError(
-            f"{where} holds {bad!r} beside tables (expected a list of non-empty tables of fields)"
-        )
+        what = "an empty table" if bad == {} else f"{bad!r} beside tables"
+        raise InputError(f"{where} holds {what} (expected a list of non-empty tables of fields)")
     bundle = []
     for table in tables:
         fields_ = fields_once(table, lambda k: _field(path, k), where)
@@ -183,10 +187,13 @@ def _field(path: Path, key: str) -> str:
 
 
 class GridPoint:
-    """One run of a grid: the grid's values it uses and its config (``out`` = its own folder)."""
+    """One run of a grid: the grid's values it uses (a bundle's fields among them, flat), the bundles' tables
+    it takes (bundle key -> table) and its config (``out`` = its own folder)."""
 
-    def __init__(self, values: dict[str, Any], config: RunConfig) -> None:
-        self.values, self.config = values, config
+    def __init__(
+        self, values: dict[str, Any], config: RunConfig, tables: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        self.values, self.config, self.tables = values, config, tables or {}
 
 
 def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Path) -> list[GridPoint]:
@@ -195,6 +202,7 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
     folders: dict[Path, dict[str, Any]] = {}
     for combo in itertools.product(*grid.values()):
         values: dict[str, Any] = {}
+        tables = {key: value for key, value in zip(grid, combo, strict=True) if isinstance(value, dict)}
         for key, value in zip(grid, combo, strict=True):  # a bundle's table: its fields, flat
             values.update(value if isinstance(value, dict) else {key: value})
         folder = Path(out) / (_folder_name(values) or "run")
@@ -208,7 +216,7 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
             config = RunConfig(**{**base, **values, "out": str(folder)})
         except TypeError as exc:  # a key RunConfig does not take: load_grid checks, a caller may not
             raise InputError(f"sweep: {exc} (expected RunConfig fields)") from None
-        points.append(GridPoint(values, config))
+        points.append(GridPoint(values, config, tables))
     return points
 
 
@@ -217,9 +225,20 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
     ``gamma`` without algorithm 'cdfl', ``tau2`` of 'sync' (:meth:`RunConfig.without_effect`). A field may
     be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where no
     point reads it, or, listing several values, where among the points that share every other grid value no
-    two read it (a sweep of identical runs)."""
-    shared = [n for n in (points[0].values if points else ()) if all(n in p.values for p in points)]
-    for name in shared:  # (a bundle's field that some of its tables leave out: that table's choice)
+    two read it (a sweep of identical runs). A bundle's table is refused where its own point does not read
+    one of its fields (``{algorithm = 'dfl', gamma = 0.5}``); then two points that are one run, whatever
+    their values (``{algorithm = 'dfl'}`` beside ``{algorithm = 'dfl', compressor = 'identity'}``)."""
+    for point in points:
+        for key, table in point.tables.items():
+            idle = point.config.without_effect(table)
+            if idle:
+                name, why = idle[0]
+                raise InputError(
+                    f"grid file {str(path)!r}: [grid] {key}: the table {table!r} sets {name} = "
+                    f"{table[name]!r}, which changes nothing there: {why} (expected fields its runs read)"
+                )
+    bundled = {n for p in points for t in p.tables.values() for n in t}
+    for name in [n for n in (points[0].values if points else ()) if n not in bundled]:
         idle = [dict(p.config.without_effect([name])).get(name) for p in points]
         if not any(idle):
             continue
@@ -234,6 +253,17 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
                 f"grid file {str(path)!r}: [grid] {name} = [{values}] changes nothing: "
                 f"{next(w for w in idle if w)} (expected a field these runs read)"
             )
+    seen: dict[str, GridPoint] = {}
+    for point in points:
+        settings = json.dumps(
+            {k: v for k, v in asdict(point.config).items() if k != "out"}, sort_keys=True, default=repr
+        )
+        if settings in seen:
+            raise InputError(
+                f"grid file {str(path)!r}: the points {seen[settings].values} and {point.values} are one run "
+                "(the same settings; expected each run once)"
+            )
+        seen[settings] = point
 
 
 FOLDER_NAME_LIMIT = 200

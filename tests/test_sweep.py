@@ -309,7 +309,22 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
             "[grid] algorithm holds tables, but 'algorithm' is a RunConfig",
         ),
         ("[grid]\nm = [{tau1 = 2}, 3]\n", "[grid] m holds 3 beside tables (expected a list of non-empty"),
-        ("[grid]\nm = [{tau1 = 2}, {}]\n", "[grid] m holds {{}} beside tables"),
+        ("[grid]\nm = [{tau1 = 2}, {}]\n", "[grid] m holds an empty table"),
+        ("[grid]\nm = {tau1 = 2}\n", "[grid] m = {{'tau1': 2}} is one table (expected a list"),
+        # a review's finds: a table's idle field ran (or a plain axis's rule refused what runs read)
+        (
+            "[grid]\nm = [{algorithm = 'dfl', gamma = 0.5}, {algorithm = 'cdfl', compressor = 'top_k', "
+            "compressor_param = 5}]\n",
+            "[grid] m: the table {{'algorithm': 'dfl', 'gamma': 0.5}} sets gamma = 0.5, which changes",
+        ),
+        (
+            "[grid]\nm = [{algorithm = 'sync', tau2 = 4}, {algorithm = 'dfl', tau2 = 2}]\n",
+            "sets tau2 = 4, which changes nothing there: algorithm 'sync' fixes",
+        ),
+        (
+            "[grid]\nm = [{algorithm = 'dfl'}, {algorithm = 'dfl', compressor = 'identity'}]\n",
+            "the points {{'algorithm': 'dfl'}} and {{'algorithm': 'dfl', 'compressor': 'identity'}} are one",
+        ),
         ("[grid]\nm = [{tau1 = 2}, {tau1 = 2.0}]\n", "[grid] m lists one table twice"),
         ("[grid]\nm = [{bogus = 2}]\n", "unknown key 'bogus'"),
         ("[grid]\nm = [{out = 'x'}]\n", "[grid] m: 'out' cannot vary in a sweep"),
