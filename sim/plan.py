@@ -339,7 +339,7 @@ def _simulation(
     name = f"{compressor}{'' if parameter is None else f'={parameter:g}'}-tau1={tau1}-tau2={tau2}"
     sim = dataclasses.replace(
         config, tau1=tau1, tau2=tau2, eta=float(row["eta"]), steps=int(row["steps"]), seed=seed,
-        out=str(folder / f"{name}-eta={float(row['eta']):.4g}-steps={int(row['steps'])}-seed={seed}"),
+        out=str(folder / _simulation_folder(name, float(row["eta"]), int(row["steps"]), seed)),
         compressor=compressor,
         compressor_param=parameter, checkpoint_every=10**9, resume=False,
         log_every=max(config.log_every, int(row["steps"]) // 10),
@@ -360,6 +360,12 @@ def _simulation(
         "test_accuracy": summary["final_test_accuracy"], "grad_norm2": float(last["grad_norm2"]),
         "diverged": summary["diverged"], "model_time": summary["model_time"],
     }  # fmt: skip
+
+
+def _simulation_folder(name: str, eta: float, steps: int, seed: int) -> str:
+    """A simulation's folder name, eta in full (shortest round trip): to 4 digits, eta 0.10001 took the
+    folder of 0.1 and trained over its run, whose row simulations.csv kept (a review's finding)."""
+    return f"{name}-eta={eta!r}-steps={steps}-seed={seed}"
 
 
 def _continue_or_start(sim: RunConfig) -> dict[str, Any]:

@@ -313,3 +313,11 @@ def test_a_simulation_is_the_same_only_at_the_same_eta() -> None:
     assert _same_configuration(record, pd.Series({**record, "eta": float(repr(1e-9))}), 0)
     assert _same_configuration({**record, "eta": 0.1 + 0.2}, pd.Series({**record, "eta": 0.3}), 0)
     assert not _same_configuration({**record, "eta": 0.3}, pd.Series({**record, "eta": 0.3 * (1 + 1e-9)}), 0)
+
+
+def test_simulations_of_close_etas_get_folders_of_their_own() -> None:
+    """eta to 4 digits put 0.10001 in 0.1's folder, training over a run simulations.csv still listed."""
+    from sim.plan import _simulation_folder
+
+    names = {_simulation_folder("identity-tau1=2-tau2=1", eta, 40, 0) for eta in (0.1, 0.10001, 0.1 + 1e-15)}
+    assert len(names) == 3 and "identity-tau1=2-tau2=1-eta=0.1-steps=40-seed=0" in names
