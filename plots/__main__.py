@@ -141,17 +141,27 @@ def _without_probes(folders: list[Path], note: Callable[[str], None]) -> list[Pa
 
 
 def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
-    """' [unfinished: step S of T]' for a run whose folder has its config.json but no summary.json (a run
-    stopped or still going: a curve that ends early must not pass for a finished one), else ''."""
-    if (folder / "summary.json").exists() or not (folder / "config.json").is_file():
+    """' [unfinished: step S of T]' for a run that has not ended (a curve that ends early must not pass for a
+    finished one): its config.json and no summary.json, or a summary of fewer steps than config.json's that
+    did not diverge (a finished run resumed with a larger --steps keeps its old summary until it ends);
+    else ''."""
+    config, summary = _json(folder / "config.json"), _json(folder / "summary.json")
+    steps, done = config.get("steps"), summary.get("steps")
+    short = isinstance(steps, int) and isinstance(done, int) and done < steps
+    if not config or summary.get("diverged") or ((folder / "summary.json").exists() and not short):
         return ""
-    try:
-        steps = json.loads((folder / "config.json").read_text()).get("steps")
-    except (OSError, ValueError, AttributeError):
-        steps = None
     last = frame["step"].max() if "step" in frame else float("nan")
     of = f" of {steps}" if isinstance(steps, int) else ""
     return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
+
+
+def _json(path: Path) -> dict:
+    """A JSON object from ``path``; {} where it is missing, unreadable or not an object."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def labels(folders: list[Path]) -> list[str]:
@@ -166,13 +176,7 @@ def labels(folders: list[Path]) -> list[str]:
     while len(set(names)) < len(names) and depth < 8:
         depth += 1
         names = ["/".join(r.parts[-depth:]) for r in resolved]
-    configs: list[dict | None] = []
-    for f in folders:
-        try:
-            config = json.loads((f / "config.json").read_text())
-        except (OSError, ValueError):
-            config = None
-        configs.append(config if isinstance(config, dict) else None)
+    configs = [_json(f / "config.json") or None for f in folders]
     known = [c for c in configs if c is not None]
     keys = sorted({k for c in known for k in c} - set(IGNORED_SETTINGS))
     differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in known}) > 1]

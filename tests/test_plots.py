@@ -314,3 +314,9 @@ def test_dfl_plot_leaves_out_probe_folders_among_runs_and_marks_an_unfinished_ru
     assert "done (eta=0.1) [unfinished" not in svg
     assert main([str(probe)]) == 2  # only probes: refused as before
     assert "is a dfl-check probe's folder" in capsys.readouterr().err
+    # a finished run resumed with a larger --steps keeps its old summary until it ends (a review's finding)
+    (stopped / "summary.json").write_text(json.dumps({"steps": 40}))
+    (done / "summary.json").write_text(json.dumps({"steps": 40, "diverged": True}))  # ended early: diverged
+    assert main([str(done), str(stopped), "--out", str(tmp_path / "d.svg")]) == 0
+    svg = (tmp_path / "d.svg").read_text()
+    assert "stopped (eta=0.2) [unfinished: step 40 of 100]" in svg and "done (eta=0.1) [unfinished" not in svg
