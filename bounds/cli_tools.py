@@ -71,12 +71,15 @@ def bar_interval() -> float:
 
 
 def text(value: Any) -> str:
-    """A value as the tables print it: floats with 6 significant digits, or 12 where 6 would print 0 or 1 for
-    what is neither (zeta = 0.9999999987 of a 10^5 ring read 'zeta : 1', a disconnected graph's)."""
+    """A value as the tables print it: floats with 6 significant digits, or 12 where 6 would print one of
+    -2, -1, 0, 1, 2 for what is none of them, values a spectrum's meaning turns on (zeta = 0.9999999987 of a
+    10^5 ring read 'zeta : 1', a disconnected graph's; lambda_N = -0.99999998 read -1, a periodic C's;
+    beta_mix 2)."""
     if not isinstance(value, float):
         return str(value)
     short = f"{value:.6g}"
-    return f"{value:.12g}" if float(short) in (0.0, 1.0) and float(short) != value else short
+    telling = float(short) in (-2.0, -1.0, 0.0, 1.0, 2.0) and float(short) != value
+    return f"{value:.12g}" if telling else short
 
 
 def rows_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -503,6 +503,12 @@ def test_dfl_bounds_of_a_large_topology_compute_zeta_alone_and_print_it_in_full(
     assert got["zeta"] == pytest.approx(spectral_summary(mixing_matrix(make_graph("ring", n))).zeta, abs=1e-9)
     code, text, _ = run(capsys, "dfl", *flags)
     assert code == 0 and f"zeta : {got['zeta']:.12g}" in text and "zeta : 1\n" not in text
+    cost = ["--t-comp", "1", "--t-comm", "0.5", "--budget-seconds", "1000", "--max-tau1", "4", "--max-tau2",
+            "4", "--L", "1", "--sigma2", "1", "--gap", "1", "--json"]  # fmt: skip
+    code, out, _ = run(capsys, "optimize", *flags[:4], *cost)
+    got = json.loads(out)
+    assert code == 0 and "beta_mix" not in got and got["zeta"] == pytest.approx(spectral_summary(
+        mixing_matrix(make_graph("ring", n))).zeta, abs=1e-9)  # fmt: skip
     code, out, _ = run(capsys, "topology", "ring", "--nodes", "10", "--json")  # small: the whole spectrum
     assert code == 0 and "beta_mix" in json.loads(out)
 
@@ -519,3 +525,16 @@ def test_cdfl_names_the_compressors_parameter(capsys) -> None:
         3,
         332,
     )
+
+
+def test_tables_print_in_full_a_value_six_digits_would_show_as_minus_1_0_1_or_2() -> None:
+    """zeta 0.9999999987 printed 'zeta : 1' (a disconnected graph's), lambda_N -0.99999998 '-1' (a periodic
+    C's), beta_mix 1.99999998 '2'; other values keep 6 significant digits."""
+    from bounds.cli_tools import text
+
+    assert [text(v) for v in (0.9999999987, -0.99999998, 1.99999998, 1e-13)] == [
+        "0.9999999987", "-0.99999998", "1.99999998", "1e-13"
+    ]  # fmt: skip
+    assert [text(v) for v in (1.0, 0.0, -1.0, 10341812.3, 0.8726779962, 3)] == [
+        "1", "0", "-1", "1.03418e+07", "0.872678", "3"
+    ]  # fmt: skip

@@ -177,9 +177,10 @@ def test_flags_without_a_command_are_run_flags(capsys) -> None:
     is `dfl-sim run` (a probe's finding); --help alone is still the command list."""
     assert sim_main(["--steps", "0"]) == 2
     assert "steps = 0 is out of range" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        sim_main(["--help"])
-    assert "flags alone are `dfl-sim run`'s" in " ".join(capsys.readouterr().out.split())
+    for ask in ("--help", "-h", "--he"):  # (--he: argparse's abbreviation, which gave run's help)
+        with pytest.raises(SystemExit):
+            sim_main([ask])
+        assert "flags alone are `dfl-sim run`'s" in " ".join(capsys.readouterr().out.split())
 
 
 def test_fault_flag_is_hidden_and_every_flag_has_help(capsys) -> None:
