@@ -134,7 +134,7 @@ class RunState(Protocol):
     gen: torch.Generator | None
     gossip: ExactGossip | ChocoGossip
 
-    def learning_rate(self) -> float: ...
+    def learning_rate(self, t: int | None = None) -> float: ...
 
 
 class Single:
@@ -358,12 +358,16 @@ class RunRecorder:
             self._fh = self._writer = None
 
     def _write_row(self, phase: str, losses: torch.Tensor | None, metrics: dict[str, float]) -> None:
+        """The row of step t = state.t: its round and learning rate are those of the step just taken (0-based
+        t - 1; the first step's in the initial row). They were the next step's: a round's last row showed the
+        next round, and D-SGD's rows with a decaying eta every other time a rate their step had not used."""
         state = self.state
+        taken = max(state.t - 1, 0)
         row = {
             "step": state.t,
-            "round": state.t // state.tau,
+            "round": taken // state.tau,
             "phase": phase,
-            "lr": state.learning_rate(),
+            "lr": state.learning_rate(taken),
             "batch_loss": float(losses.mean()) if losses is not None else "",
             **metrics,
             "bits": self.counters["bits"],

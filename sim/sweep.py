@@ -98,8 +98,8 @@ class Lane:
     def gossip(self) -> Any:
         return self.trainer.gossip
 
-    def learning_rate(self) -> float:
-        return self.trainer.learning_rate()
+    def learning_rate(self, t: int | None = None) -> float:
+        return self.trainer.learning_rate(t)
 
     @property
     def nodes(self) -> int:

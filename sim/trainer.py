@@ -35,8 +35,10 @@ class Trainer:
     gen: torch.Generator | None = None
     t: int = 0
 
-    def learning_rate(self) -> float:
-        return self.eta(self.t // self.tau) if callable(self.eta) else self.eta
+    def learning_rate(self, t: int | None = None) -> float:
+        """The learning rate of step ``t`` (0-based; default the next step, ``self.t``): eta of its round."""
+        step = self.t if t is None else t
+        return self.eta(step // self.tau) if callable(self.eta) else self.eta
 
     def step(self) -> tuple[int, torch.Tensor | None]:
         """Advance one step; returns its kind and the nodes' mini-batch losses (None for gossip)."""

@@ -428,3 +428,21 @@ def test_resume_refuses_a_checkpoint_whose_mixing_matrix_the_settings_no_longer_
         run(longer)
     edges.write_text("0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n")  # the graph of the checkpoint: it resumes
     assert run(longer)["steps"] == 24
+
+
+@pytest.mark.parametrize("algorithm", ["dfl", "dsgd"])
+def test_a_rows_round_and_learning_rate_are_those_of_its_step(tiny, tmp_path, algorithm: str) -> None:
+    """They were the next step's: a round's last row showed the next round, and D-SGD's rows with a decaying
+    eta every other time a rate their step had not used (a probe's finding). Row t (t >= 1) holds step t's
+    round (t - 1) // tau and eta_k = 4 / (mu (a + k)) of that round; the initial row the first step's."""
+    schedule = {"tau1": 2, "tau2": 2} if algorithm == "dfl" else {}
+    config = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=4, algorithm=algorithm,
+                       lr_schedule="cdfl", mu=1.0, a=10.0, steps=9, log_every=1, batch_size=0,
+                       out=str(tmp_path / "r"), **schedule)  # fmt: skip
+    run(config)
+    tau = 4 if algorithm == "dfl" else 2
+    with (tmp_path / "r" / "metrics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        k = max(int(row["step"]) - 1, 0) // tau
+        assert int(row["round"]) == k and float(row["lr"]) == pytest.approx(4 / (10.0 + k)), row["step"]
