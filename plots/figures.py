@@ -6,6 +6,7 @@ matplotlib Figure; :func:`save` writes PNG + PDF.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -64,10 +65,13 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
 def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time).
 
-    Every finite value is drawn (on the log panels every positive one: rounding-level consensus at step 0
-    included), with markers where a run has few points; a run whose loss became NaN or inf is labelled
+    Every finite value is drawn (on the log panels every positive one: an exact 0, as consensus at step 0 or after
+    an exact average, has no place on them), with markers where a run has few points; a run whose loss became NaN or inf is labelled
     with the step it did. The training loss is on a log axis when the runs' losses span more than three
-    decades (a diverged run would flatten the others to a line). The legend is below the panels.
+    decades (a diverged run would flatten the others to a line). The legend is below the panels, in as
+    many columns as it takes, the figure taller for it; runs beyond the 10 colours take another line style
+    (:func:`_run_style`: 40 runs are told apart; with one style, run 0 and run 10 looked the same and 36
+    runs' legend covered the panels).
     """
     if x not in ("step", "model_time"):
         raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
@@ -80,7 +84,10 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
         raise InputError("run_curves: no runs (expected at least one metrics table)")
     for name, frame in runs.items():
         _require_columns(frame, (x, *(c for c, _ in RUN_PANELS)), f"run_curves, run {name!r}")
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    columns = min(4, math.ceil(len(runs) / 8))
+    legend_rows = math.ceil(len(runs) / columns)
+    height = 7 + 0.2 * legend_rows
+    fig, axes = plt.subplots(2, 2, figsize=(10, height))
     xlabel = {"step": "step $t$ (local and gossip)", "model_time": "modelled wall-clock (time units)"}[x]
     loss = pd.concat([pd.to_numeric(f["train_loss"], errors="coerce") for f in runs.values()])
     loss = loss[np.isfinite(loss) & (loss > 0)]
@@ -89,20 +96,28 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     )
     labels = {name: _legend_label(name, frame, x) for name, frame in runs.items()}
     for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
-        for name, frame in runs.items():
+        for i, (name, frame) in enumerate(runs.items()):
             y = pd.to_numeric(frame[column], errors="coerce")
             shown = np.isfinite(y) & ((y > 0) if column in log_panels else True)
             marker = "o" if len(frame) <= 30 else None
-            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name])
+            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name], **_run_style(i))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         if column in log_panels:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
     handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.tight_layout(rect=(0, 0.04 + 0.025 * len(runs), 1, 1))
-    fig.legend(handles, names, loc="lower center", fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, (0.3 + 0.2 * legend_rows) / height, 1, 1))
+    fig.legend(handles, names, loc="lower center", fontsize=8, frameon=False, ncol=columns)
     return fig
+
+
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _run_style(i: int) -> dict[str, str]:
+    """The i-th line's colour and style: the 10 colours, then again with the next line style."""
+    return {"color": f"C{i % 10}", "linestyle": LINE_STYLES[(i // 10) % len(LINE_STYLES)]}
 
 
 def _legend_label(name: str, frame: pd.DataFrame, x: str) -> str:
@@ -243,7 +258,7 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
             f"bound_heatmap: no finite {value!r} in the grid (expected at least one finite cell)"
         )
     several = grid.duplicated(["tau1", "tau2"]).any()
-    table = grid.pivot_table(index="tau1", columns="tau2", values=value, aggfunc="min")
+    table = grid.pivot_table(index="tau1", columns="tau2", values=value, aggfunc="min", dropna=False)
     cells = table.to_numpy(float)
     positive = cells[np.isfinite(cells) & (cells > 0)]
     shown = np.where(cells == 0, positive.min() if positive.size else 1.0, cells)
@@ -333,8 +348,12 @@ def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -
     top = max(1.0, float(frame["ratio"].replace(np.inf, np.nan).max()))
     for ax, topology in zip(axes[0], topologies, strict=True):
         part = frame[frame["topology"] == topology]
-        table = part.pivot_table(index="tau1", columns="tau2", values="ratio")
-        ok = part.pivot_table(index="tau1", columns="tau2", values="condition_ok", aggfunc="min")
+        # dropna=False: an all-NaN row or column was dropped from one table and not the other ('n/c' marks
+        # on the wrong cells) and from the heatmap (a review's finding)
+        table = part.pivot_table(index="tau1", columns="tau2", values="ratio", dropna=False)
+        ok = part.pivot_table(
+            index="tau1", columns="tau2", values="condition_ok", aggfunc="min", dropna=False
+        )
         image = ax.imshow(table.to_numpy(), origin="lower", cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
         for (i, j), value in np.ndenumerate(table.to_numpy()):
             text = f"{value:.2f}" if bool(ok.to_numpy()[i, j]) else "n/c"
@@ -360,11 +379,13 @@ def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
     )
     for ax, partition in zip(axes[0], partitions, strict=True):
         part = frame[frame["partition"] == partition]
-        for (tau1, tau2), line in part.groupby(["tau1", "tau2"]):
+        for i, ((tau1, tau2), line) in enumerate(part.groupby(["tau1", "tau2"])):
             line = line.sort_values("zeta")
             floor = line["rounding"] if "rounding" in line else 0.0  # float32 rounding: drawn at the floor
             drift = np.maximum(line["local_drift_mean"], floor)
-            shown = ax.plot(line["zeta"], drift, marker="o", label=f"$\\tau$ = ({tau1}, {tau2})")
+            marker = MARKERS[(i // 10) % len(MARKERS)]  # beyond 10 colours another marker
+            label = f"$\\tau$ = ({tau1}, {tau2})"
+            shown = ax.plot(line["zeta"], drift, marker=marker, color=f"C{i % 10}", label=label)
             bound = np.maximum(line["bound"] / line["L"] ** 2, floor)
             ax.plot(line["zeta"], bound, ls="--", color=shown[0].get_color(), lw=0.8)
         ax.set_yscale("log")
@@ -372,9 +393,12 @@ def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
         ax.set_title(partition, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("drift (dashed: bound / $L^2$;\nbelow float32 rounding: at it)", fontsize=8)
-    axes[0][-1].legend(fontsize=7)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=1 + len(part) // 30)
     fig.tight_layout()
     return fig
+
+
+MARKERS = ("o", "s", "^", "D")
 
 
 def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
@@ -419,16 +443,20 @@ def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
     frame = pd.DataFrame(rows)
     values = ["worst_case", "bound", "worst_case_all_steps", "bound_paper"]
     frame[values] = frame[values].apply(pd.to_numeric, errors="coerce")  # a cell without a worst case: NaN
-    frame = frame[(frame["tau1"] == frame["tau1"].max()) & (frame["varsigma2"] == frame["varsigma2"].max())]
-    topologies = list(dict.fromkeys(frame["topology"]))
-    fig, axes = plt.subplots(1, len(topologies), figsize=(4.2 * len(topologies), 3.8), squeeze=False)
-    for ax, top in zip(axes[0], topologies, strict=True):
-        part = frame[frame["topology"] == top].sort_values("tau2")
+    frame = frame[frame["tau1"] == frame["tau1"].max()]
+    frame = frame[frame["varsigma2"] == frame["varsigma2"].max()]  # (of those: both maxima could miss)
+    nodes = frame["N"] if "N" in frame else pd.Series(0, index=frame.index)
+    panels = list(dict.fromkeys(zip(frame["topology"], nodes, strict=True)))  # N = 3 and 4 joined as one line
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, (top, n) in zip(axes[0], panels, strict=True):
+        part = frame[(frame["topology"] == top) & (nodes == n)].sort_values("tau2")
         ax.plot(part["tau2"], part["worst_case"], "o-", label="worst case, local steps (PEP)")
         ax.plot(part["tau2"], part["bound"], "s--", label="our non-i.i.d. repair")
         ax.plot(part["tau2"], part["worst_case_all_steps"], "o-", label="worst case, all steps (PEP)")
         ax.plot(part["tau2"], part["bound_paper"], "^:", label="Proposition 1")
-        ax.set_title(f"{top}, tau1 = {part['tau1'].iloc[0]}, varsigma^2 = {part['varsigma2'].iloc[0]:g}")
+        size = f"N = {n}, " if "N" in frame else ""
+        tau1, varsigma2 = part["tau1"].iloc[0], part["varsigma2"].iloc[0]
+        ax.set_title(f"{top}, {size}tau1 = {tau1}, varsigma^2 = {varsigma2:g}", fontsize=9)
         ax.set_xlabel("tau2")
         ax.set_xticks(list(part["tau2"]))
         ax.set_yscale("log")

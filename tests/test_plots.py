@@ -320,3 +320,46 @@ def test_dfl_plot_leaves_out_probe_folders_among_runs_and_marks_an_unfinished_ru
     assert main([str(done), str(stopped), "--out", str(tmp_path / "d.svg")]) == 0
     svg = (tmp_path / "d.svg").read_text()
     assert "stopped (eta=0.2) [unfinished: step 40 of 100]" in svg and "done (eta=0.1) [unfinished" not in svg
+
+
+def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
+    """run_curves: run 0 and run 10 were one colour and style; tightness_figure joined N = 3 and N = 4 into
+    one sawtooth line; bound_heatmap dropped an all-NaN row; drift_ratio_heatmaps then put 'n/c' on the
+    wrong cells (its two tables lost a column apart)."""
+    import itertools
+
+    from plots.figures import bound_heatmap, drift_ratio_heatmaps, run_curves, tightness_figure
+
+    runs = {f"r{i}": _metrics(np.arange(0, 50, 10)) for i in range(12)}
+    fig = run_curves(runs)
+    lines = fig.axes[0].get_lines()
+    styles = [(line.get_color(), line.get_linestyle()) for line in lines]
+    assert len(set(styles)) == 12 and styles[0][0] == styles[10][0]  # the same colour, another style
+    rows = [
+        {"topology": top, "N": n, "tau1": 2, "tau2": t2, "varsigma2": 1.0, "worst_case": n * t2,
+         "bound": 2.0 * n * t2, "worst_case_all_steps": 1.5, "bound_paper": 3.0}
+        for n, top, t2 in itertools.product([3, 4], ["ring", "path"], [1, 2, 4])
+    ]  # fmt: skip
+    fig = tightness_figure(rows)
+    assert len(fig.axes) == 4 and "N = 3" in fig.axes[0].get_title()
+    first = fig.axes[0].get_lines()[0]
+    assert list(first.get_xdata()) == [1, 2, 4] and list(first.get_ydata()) == [3, 6, 12]
+    grid = pd.DataFrame(
+        [
+            {"tau1": t1, "tau2": t2, "bound": np.nan if t1 == 2 else t1 + t2}
+            for t1 in (1, 2, 4)
+            for t2 in (1, 2)
+        ]
+    )
+    fig = bound_heatmap(grid)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["1", "2", "4"]
+    ratios = [
+        {"partition": "iid", "topology": "ring", "zeta": 0.9, "tau1": t1, "tau2": t2,
+         "ratio": np.nan if t2 == 2 else 0.1 * t1 + 0.01 * t2, "condition_ok": not (t1 == 4 and t2 == 8)}
+        for t1, t2 in itertools.product([1, 2, 4], [1, 2, 8])
+    ]  # fmt: skip
+    fig = drift_ratio_heatmaps(ratios, "iid")
+    marks = {
+        (round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in fig.axes[0].texts
+    }
+    assert marks[(2, 2)] == "n/c" and marks[(0, 2)] == "0.41"  # (tau2 = 8, tau1 = 4) and (tau2 = 1, tau1 = 4)
