@@ -65,13 +65,13 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
 def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time).
 
-    Every finite value is drawn (on the log panels every positive one: an exact 0, as consensus at step 0 or after
-    an exact average, has no place on them), with markers where a run has few points; a run whose loss became NaN or inf is labelled
-    with the step it did. The training loss is on a log axis when the runs' losses span more than three
-    decades (a diverged run would flatten the others to a line). The legend is below the panels, in as
-    many columns as it takes, the figure taller for it; runs beyond the 10 colours take another line style
-    (:func:`_run_style`: 40 runs are told apart; with one style, run 0 and run 10 looked the same and 36
-    runs' legend covered the panels).
+    Every finite value is drawn (on the log panels every positive one: an exact 0, as consensus at step 0
+    or after an exact average, has no place on them), with markers where a run has few points; a run whose
+    loss became NaN or inf is labelled with the step it did. The training loss is on a log axis when the
+    runs' losses span more than three decades (a diverged run would flatten the others to a line). The
+    legend is below the panels, in as many columns as it takes, the figure taller for it; runs beyond the
+    10 colours take another line style (:func:`_run_style`: 40 runs are told apart; with one style, run 0
+    and run 10 looked the same, and 36 runs' legend covered the panels).
     """
     if x not in ("step", "model_time"):
         raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
