@@ -144,13 +144,16 @@ def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
     """' [unfinished: step S of T]' for a run that has not ended (a curve that ends early must not pass for a
     finished one): its config.json and no summary.json, or a summary of fewer steps than config.json's that
     did not diverge (a finished run resumed with a larger --steps keeps its old summary until it ends);
-    else ''."""
+    ' [diverged at step S]' for a run its summary says diverged (the 1000-fold loss rule stops a run whose
+    loss is still finite); else ''."""
     config, summary = _json(folder / "config.json"), _json(folder / "summary.json")
     steps, done = config.get("steps"), summary.get("steps")
     short = isinstance(steps, int) and isinstance(done, int) and done < steps
-    if not config or summary.get("diverged") or ((folder / "summary.json").exists() and not short):
-        return ""
     last = frame["step"].max() if "step" in frame else float("nan")
+    if summary.get("diverged"):  # stopped by the loss rule with finite losses: no NaN for the curve to show
+        return f" [diverged at step {done}]" if isinstance(done, int) else " [diverged]"
+    if not config or ((folder / "summary.json").exists() and not short):
+        return ""
     of = f" of {steps}" if isinstance(steps, int) else ""
     return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
 
@@ -200,13 +203,13 @@ def _short(value: object) -> str:
 
 
 def _default_target(folders: list[Path]) -> Path:
-    """Where the figure goes without --out: the folder that holds all the runs, where they share one (a
-    sweep's: a comparison of its runs went into the first run's folder, which its own figure replaced), else
-    the first run's folder."""
+    """Where the figure goes without --out: a run's own folder (curves), for several runs the folder that
+    holds them all where they share one (a sweep's: curves), else the first run's folder as ``comparison``
+    (a comparison of unrelated runs replaced the first run's own figure, a probe's finding; not cwd or /)."""
     parents = {f.resolve().parent for f in folders}
-    if len(folders) > 1 and len(parents) == 1:  # runs/grid/* (unrelated runs: the first one's, not cwd or /)
-        return folders[0].parent / "curves"
-    return folders[0] / "curves"
+    if len(folders) == 1:
+        return folders[0] / "curves"
+    return folders[0].parent / "curves" if len(parents) == 1 else folders[0] / "comparison"
 
 
 @pipe_safe

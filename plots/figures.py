@@ -216,18 +216,24 @@ def drift_vs_bound(
     if frame.empty:
         raise InputError("drift_vs_bound: no rows (expected at least one cell)")
     _require_columns(frame, ("measured", stated, corrected), "drift_vs_bound")
+    values = pd.concat([frame["measured"], frame[stated], frame[corrected]]).to_numpy(float)
+    drawable = values[np.isfinite(values) & (values > 0)]
+    if not drawable.size:
+        raise InputError("drift_vs_bound: no positive finite value (expected one to place the log axes)")
+    # the axes span the positive finite values: a 0 (drawn at the floor) set the floor to 0, and an infinite
+    # bound the diagonal's end to inf, which then vanished (a probe's finding)
+    floor, top = 0.5 * float(drawable.min()), 1.2 * float(drawable.max())
+    measured = np.maximum(frame["measured"], floor)
+    unbounded = int((~np.isfinite(frame[[stated, corrected]].to_numpy(float))).sum())
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    positive = frame.loc[frame[stated] > 0, stated]
-    floor = 0.5 * float(min(frame["measured"].min(), frame[corrected].min(), positive.min()))
-    ax.scatter(
-        np.maximum(frame[stated], floor),
-        frame["measured"],
-        s=12,
-        label=f"paper's bound (eq. (103)); 0 drawn at {floor:.2g}",
+    ax.scatter(np.maximum(frame[stated], floor), measured, s=12,
+               label=f"paper's bound (eq. (103)); 0 drawn at {floor:.2g}")  # fmt: skip
+    ax.scatter(np.maximum(frame[corrected], floor), measured, s=12, marker="x",
+               label="with our corrected noise term")  # fmt: skip
+    undrawn = f" ({unbounded} infinite bounds not drawn)" if unbounded else ""
+    ax.plot(
+        [floor, top], [floor, top], color="k", lw=1, label=f"measured = bound (left of it: violated){undrawn}"
     )
-    ax.scatter(frame[corrected], frame["measured"], s=12, marker="x", label="with our corrected noise term")
-    top = float(max(frame["measured"].max(), frame[corrected].max(), frame[stated].max())) * 1.2
-    ax.plot([floor, top], [floor, top], color="k", lw=1, label="measured = bound (left of it: violated)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"bound on $(1/T)\sum_t E\|X_t(I-J)\|_F^2/N$")

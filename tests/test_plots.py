@@ -224,7 +224,10 @@ def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) ->
     apart = tmp_path / "elsewhere" / "r2"  # runs in two folders: the first run's, not their common root
     apart.mkdir(parents=True)
     _metrics(np.arange(0, 50, 10)).to_csv(apart / "metrics.csv", index=False)
-    assert main([str(runs[0]), str(apart)]) == 0 and (runs[0] / "curves.png").is_file()
+    (runs[0] / "curves.png").unlink(missing_ok=True)
+    # unrelated runs: beside the first run's own figure, not over it (a probe's finding)
+    assert main([str(runs[0]), str(apart)]) == 0 and (runs[0] / "comparison.png").is_file()
+    assert not (runs[0] / "curves.png").exists()
 
 
 def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() -> None:
@@ -320,6 +323,7 @@ def test_dfl_plot_leaves_out_probe_folders_among_runs_and_marks_an_unfinished_ru
     assert main([str(done), str(stopped), "--out", str(tmp_path / "d.svg")]) == 0
     svg = (tmp_path / "d.svg").read_text()
     assert "stopped (eta=0.2) [unfinished: step 40 of 100]" in svg and "done (eta=0.1) [unfinished" not in svg
+    assert "done (eta=0.1) [diverged at step 40]" in svg  # (a finite loss: the curve shows no NaN)
 
 
 def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
@@ -328,7 +332,13 @@ def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
     wrong cells (its two tables lost a column apart)."""
     import itertools
 
-    from plots.figures import bound_heatmap, drift_ratio_heatmaps, run_curves, tightness_figure
+    from plots.figures import (
+        bound_heatmap,
+        drift_ratio_heatmaps,
+        drift_vs_bound,
+        run_curves,
+        tightness_figure,
+    )
 
     runs = {f"r{i}": _metrics(np.arange(0, 50, 10)) for i in range(12)}
     fig = run_curves(runs)
@@ -363,3 +373,10 @@ def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
         (round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in fig.axes[0].texts
     }
     assert marks[(2, 2)] == "n/c" and marks[(0, 2)] == "0.41"  # (tau2 = 8, tau1 = 4) and (tau2 = 1, tau1 = 4)
+    # drift_vs_bound: a 0 set the floor to 0, and an infinite bound made the diagonal vanish
+    fig = drift_vs_bound([{"measured": 0.0, "stated": 0.0, "corrected": 1e-3},
+                          {"measured": 1e-4, "stated": np.inf, "corrected": 2e-4},
+                          {"measured": 2e-3, "stated": 1e-3, "corrected": 3e-3}])  # fmt: skip
+    [diagonal] = fig.axes[0].get_lines()
+    assert list(diagonal.get_xdata()) == [5e-05, pytest.approx(3.6e-3)]
+    assert "(1 infinite bounds not drawn)" in diagonal.get_label()
