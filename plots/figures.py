@@ -399,7 +399,8 @@ def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
         ax.set_title(partition, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("drift (dashed: bound / $L^2$;\nbelow float32 rounding: at it)", fontsize=8)
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=1 + len(part) // 30)
+    lines = part.groupby(["tau1", "tau2"]).ngroups
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=1 + lines // 15)
     fig.tight_layout()
     return fig
 

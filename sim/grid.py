@@ -225,17 +225,23 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
     ``gamma`` without algorithm 'cdfl', ``tau2`` of 'sync' (:meth:`RunConfig.without_effect`). A field may
     be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where no
     point reads it, or, listing several values, where among the points that share every other grid value no
-    two read it (a sweep of identical runs). A bundle's table is refused where its own point does not read
-    one of its fields (``{algorithm = 'dfl', gamma = 0.5}``); then two points that are one run, whatever
-    their values (``{algorithm = 'dfl'}`` beside ``{algorithm = 'dfl', compressor = 'identity'}``)."""
+    two read it (a sweep of identical runs). A bundle's table is refused where none of its points reads one
+    of its fields (``{algorithm = 'dfl', gamma = 0.5}``); then two points of the same settings
+    (``{algorithm = 'dfl'}`` beside ``{algorithm = 'dfl', compressor = 'identity'}``; a field that an
+    algorithm fixes to the value given, sync's tau1 = 1, is not caught)."""
+    taking: dict[str, tuple[str, dict[str, Any], list[GridPoint]]] = {}  # each table and its points
     for point in points:
         for key, table in point.tables.items():
-            idle = point.config.without_effect(table)
-            if idle:
-                name, why = idle[0]
+            entry = taking.setdefault(repr((key, sorted(table.items(), key=repr))), (key, table, []))
+            entry[2].append(point)
+    for key, table, group in taking.values():  # as a plain axis: refused where none of its points reads it
+        for name in table:
+            why = [dict(p.config.without_effect([name])).get(name) for p in group]
+            if all(why):
                 raise InputError(
                     f"grid file {str(path)!r}: [grid] {key}: the table {table!r} sets {name} = "
-                    f"{table[name]!r}, which changes nothing there: {why} (expected fields its runs read)"
+                    f"{table[name]!r}, which changes nothing at any of its points: {why[0]} (expected fields "
+                    "its runs read)"
                 )
     bundled = {n for p in points for t in p.tables.values() for n in t}
     for name in [n for n in (points[0].values if points else ()) if n not in bundled]:

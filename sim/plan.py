@@ -52,7 +52,7 @@ from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_an
 from sim.grid import finished_summary
 from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
-from sim.run_folder import lock_folders, refuse_other_kind, release_folders
+from sim.run_folder import lock_folders, refuse_other_kind, release_folders, run_record
 from sim.runner import run
 from sim.setup import prepare
 
@@ -339,7 +339,7 @@ def _simulation(
     name = f"{compressor}{'' if parameter is None else f'={parameter:g}'}-tau1={tau1}-tau2={tau2}"
     sim = dataclasses.replace(
         config, tau1=tau1, tau2=tau2, eta=float(row["eta"]), steps=int(row["steps"]), seed=seed,
-        out=str(folder / _simulation_folder(name, float(row["eta"]), int(row["steps"]), seed)),
+        out=str(_simulation_folder(folder, name, float(row["eta"]), int(row["steps"]), seed)),
         compressor=compressor,
         compressor_param=parameter, checkpoint_every=10**9, resume=False,
         log_every=max(config.log_every, int(row["steps"]) // 10),
@@ -362,10 +362,16 @@ def _simulation(
     }  # fmt: skip
 
 
-def _simulation_folder(name: str, eta: float, steps: int, seed: int) -> str:
-    """A simulation's folder name, eta in full (shortest round trip): to 4 digits, eta 0.10001 took the
-    folder of 0.1 and trained over its run, whose row simulations.csv kept (a review's finding)."""
-    return f"{name}-eta={eta!r}-steps={steps}-seed={seed}"
+def _simulation_folder(runs: Path, name: str, eta: float, steps: int, seed: int) -> Path:
+    """A simulation's folder under ``runs``, eta in full (shortest round trip): to 4 digits, eta 0.10001 took
+    the folder of 0.1 and trained over its run, whose row simulations.csv kept (a review's finding). A plan
+    folder from before (2026-11-28) keeps its 4-digit folder where that one holds this very eta: its
+    checkpoint or result is continued there, not trained again in a new folder."""
+    folder = runs / f"{name}-eta={eta!r}-steps={steps}-seed={seed}"
+    legacy = runs / f"{name}-eta={eta:.4g}-steps={steps}-seed={seed}"
+    if not folder.exists() and legacy.exists() and run_record(legacy).get("eta") == eta:
+        return legacy
+    return folder
 
 
 def _continue_or_start(sim: RunConfig) -> dict[str, Any]:

@@ -315,9 +315,17 @@ def test_a_simulation_is_the_same_only_at_the_same_eta() -> None:
     assert not _same_configuration({**record, "eta": 0.3}, pd.Series({**record, "eta": 0.3 * (1 + 1e-9)}), 0)
 
 
-def test_simulations_of_close_etas_get_folders_of_their_own() -> None:
-    """eta to 4 digits put 0.10001 in 0.1's folder, training over a run simulations.csv still listed."""
+def test_simulations_of_close_etas_get_folders_of_their_own(tmp_path) -> None:
+    """eta to 4 digits put 0.10001 in 0.1's folder, training over a run simulations.csv still listed; a plan
+    folder from before keeps its 4-digit folder where that holds the very same eta (a review's finding)."""
     from sim.plan import _simulation_folder
 
-    names = {_simulation_folder("identity-tau1=2-tau2=1", eta, 40, 0) for eta in (0.1, 0.10001, 0.1 + 1e-15)}
-    assert len(names) == 3 and "identity-tau1=2-tau2=1-eta=0.1-steps=40-seed=0" in names
+    name = "identity-tau1=2-tau2=1"
+    folders = {_simulation_folder(tmp_path, name, eta, 40, 0) for eta in (0.1, 0.10001, 0.1 + 1e-15)}
+    assert len(folders) == 3 and tmp_path / f"{name}-eta=0.1-steps=40-seed=0" in folders
+    eta = 0.02074308192659849
+    legacy = tmp_path / f"{name}-eta=0.02074-steps=40-seed=0"
+    legacy.mkdir()
+    (legacy / "config.json").write_text(json.dumps({"eta": eta}))
+    assert _simulation_folder(tmp_path, name, eta, 40, 0) == legacy  # its checkpoint continues there
+    assert _simulation_folder(tmp_path, name, 0.020741, 40, 0).name == f"{name}-eta=0.020741-steps=40-seed=0"

@@ -319,7 +319,7 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ),
         (
             "[grid]\nm = [{algorithm = 'sync', tau2 = 4}, {algorithm = 'dfl', tau2 = 2}]\n",
-            "sets tau2 = 4, which changes nothing there: algorithm 'sync' fixes",
+            "sets tau2 = 4, which changes nothing at any of its points: algorithm 'sync' fixes",
         ),
         (
             "[grid]\nm = [{algorithm = 'dfl'}, {algorithm = 'dfl', compressor = 'identity'}]\n",
@@ -559,6 +559,9 @@ def test_a_grid_field_idle_at_some_points_only_is_kept(tmp_path) -> None:
     refuse_idle_fields(one, "grid.toml")  # one value, read by the cdfl point: was refused (a review)
     with pytest.raises(InputError, match=r"\[grid\] gamma = \[0.5\] changes nothing"):
         refuse_idle_fields(grid_points({"steps": 4}, {"gamma": [0.5]}, tmp_path), "grid.toml")
+    # a bundle's table as a plain axis: kept where some of its points read it (refused where one did not)
+    grid = {"partition": ["shards", "dirichlet"], "m": [{"alpha": 0.1}, {"alpha": 0.5}]}
+    refuse_idle_fields(grid_points({"steps": 4}, grid, tmp_path), "grid.toml")
 
 
 def test_writable_folder_names_the_file_in_the_way(tmp_path) -> None:
