@@ -23,7 +23,7 @@ import pandas as pd
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, pipe_safe
 from plots.figures import RUN_PANELS, run_curves, save
-from sim.run_folder import FOLDER_MARKERS
+from sim.run_folder import FOLDER_MARKERS, json_object
 
 IGNORED_SETTINGS = (
     "out",
@@ -146,7 +146,7 @@ def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
     did not diverge (a finished run resumed with a larger --steps keeps its old summary until it ends);
     ' [diverged at step S]' for a run its summary says diverged (the 1000-fold loss rule stops a run whose
     loss is still finite); else ''."""
-    config, summary = _json(folder / "config.json"), _json(folder / "summary.json")
+    config, summary = json_object(folder / "config.json"), json_object(folder / "summary.json")
     steps, done = config.get("steps"), summary.get("steps")
     short = isinstance(steps, int) and isinstance(done, int) and done < steps
     last = frame["step"].max() if "step" in frame else float("nan")
@@ -156,15 +156,6 @@ def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
         return ""
     of = f" of {steps}" if isinstance(steps, int) else ""
     return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
-
-
-def _json(path: Path) -> dict:
-    """A JSON object from ``path``; {} where it is missing, unreadable or not an object."""
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def labels(folders: list[Path]) -> list[str]:
@@ -179,7 +170,7 @@ def labels(folders: list[Path]) -> list[str]:
     while len(set(names)) < len(names) and depth < 8:
         depth += 1
         names = ["/".join(r.parts[-depth:]) for r in resolved]
-    configs = [_json(f / "config.json") or None for f in folders]
+    configs = [json_object(f / "config.json") or None for f in folders]
     known = [c for c in configs if c is not None]
     keys = sorted({k for c in known for k in c} - set(IGNORED_SETTINGS))
     differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in known}) > 1]

@@ -25,6 +25,7 @@ __all__ = [
     "FOLDER_MARKERS",
     "LOCK_NAME",
     "check_metrics_file",
+    "json_object",
     "lock_folders",
     "refuse_other_kind",
     "release_folders",
@@ -126,11 +127,16 @@ def release_folders(folders: Iterable[Path | str]) -> None:
 def run_record(folder: Path) -> dict[str, Any]:
     """The config.json a run wrote in ``folder`` as a dict; {} where there is none or it cannot be read
     (its readers fall back to what they know without it)."""
+    return json_object(folder / "config.json")
+
+
+def json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; {} where the file is missing, unreadable or holds no object."""
     try:
-        record = json.loads((folder / "config.json").read_text())
+        value = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return record if isinstance(record, dict) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def check_metrics_file(path: Path) -> None:
