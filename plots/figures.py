@@ -65,13 +65,14 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
 def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time).
 
-    Every finite value is drawn (on the log panels every positive one: an exact 0, as consensus at step 0
-    or after an exact average, has no place on them), with markers where a run has few points; a run whose
-    loss became NaN or inf is labelled with the step it did. The training loss is on a log axis when the
-    runs' losses span more than three decades (a diverged run would flatten the others to a line). The
-    legend is below the panels, in as many columns as it takes, the figure taller for it; runs beyond the
-    10 colours take another line style (:func:`_run_style`: 40 runs are told apart; with one style, run 0
-    and run 10 looked the same, and 36 runs' legend covered the panels).
+    Every finite value is drawn (on the log panels an exact 0, as consensus at step 0 or after an exact
+    average, as a hollow marker at half the panel's smallest positive value), with markers where a run
+    has few points; a run whose loss became NaN or inf is labelled with the step it did. The training
+    loss is on a log axis when the runs' losses span more than three decades (a diverged run would
+    flatten the others to a line). The legend is below the panels, in as many columns as it takes, the
+    figure taller for it; runs beyond the 10 colours take another line style (:func:`_run_style`: 40
+    runs are told apart; with one style, run 0 and run 10 looked the same, and 36 runs' legend covered
+    the panels).
     """
     if x not in ("step", "model_time"):
         raise InputError(f"x = {x!r} is unknown (expected step or model_time)")
@@ -96,13 +97,24 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     )
     labels = {name: _legend_label(name, frame, x) for name, frame in runs.items()}
     for ax, (column, label) in zip(axes.ravel(), RUN_PANELS, strict=True):
+        values = pd.concat([pd.to_numeric(f[column], errors="coerce") for f in runs.values()])
+        positive = values[np.isfinite(values) & (values > 0)]
+        floor = 0.5 * float(positive.min()) if len(positive) else 1.0  # where a log panel draws its zeros
+        zeros = False
         for i, (name, frame) in enumerate(runs.items()):
             y = pd.to_numeric(frame[column], errors="coerce")
             shown = np.isfinite(y) & ((y > 0) if column in log_panels else True)
             marker = "o" if len(frame) <= 30 else None
-            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name], **_run_style(i))
+            style = _run_style(i)
+            ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name], **style)
+            if (
+                column in log_panels and (y == 0).any()
+            ):  # an exact 0 (consensus after exact averaging): hollow
+                zeros = True  # markers at the floor, as fig3_variance draws them (they used to vanish)
+                ax.plot(frame[x][y == 0], np.full(int((y == 0).sum()), floor), marker="o", ms=4, mfc="none",
+                        ls="none", color=style["color"])  # fmt: skip
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(label)
+        ax.set_ylabel(label + (f"\n(hollow: 0, drawn at {floor:.2g})" if zeros else ""))
         if column in log_panels:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)

@@ -168,6 +168,14 @@ def test_run_curves_draw_every_finite_value_and_name_a_diverged_run() -> None:
     assert drawn["one"].get_marker() == "o" and len(drawn["one"].get_xydata()) == 1
     assert loss.get_yscale() == "log" and run_curves({"ok": _metrics(steps)}).axes[0].get_yscale() == "linear"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == list(drawn)
+    # an exact 0 on a log panel (consensus at step 0, after an exact average) vanished: a hollow marker at
+    # half the panel's smallest positive value now (a probe's finding)
+    synced = _metrics(steps, consensus=[0.0, 0.152, 0.0, 0.0706, 0.0])
+    consensus = run_curves({"sync": synced}).axes[2]
+    line, zeros = consensus.get_lines()
+    assert line.get_xydata()[:, 1].tolist() == [0.152, 0.0706] and zeros.get_xdata().tolist() == [0, 2, 4]
+    assert zeros.get_ydata().tolist() == [0.0353] * 3 and zeros.get_markerfacecolor() == "none"
+    assert "hollow: 0, drawn at 0.035" in consensus.get_ylabel()
 
 
 def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) -> None:
