@@ -91,7 +91,6 @@ def _hessian(grid: dict[str, Any], w: Any, seed: int) -> float:
 
 def _initial_L(grid: dict[str, Any], device: str) -> float:
     """The Hessian norm at the common initial model (the model's seeded initialisation)."""
-
     data = load_mnist()
     with seeded_torch(grid["seed"]):  # the model's seeded init; the caller's random stream as it was
         model = make_model("cnn", data.input_shape, data.num_classes).to(device)

@@ -117,7 +117,7 @@ def _check_run_folder(folder: Path) -> None:
             f"{str(folder)!r} is a dfl-check report folder (its figures are in {str(folder / 'figures')!r}; "
             f"expected run folders: dfl-plot {folder}/runs/NAME/)"
         )
-    if (folder / "probe.json").is_file():
+    if _is_probe(folder):
         raise InputError(
             f"{str(folder)!r} is a dfl-check probe's folder (probe.json, no metrics.csv; expected a run's)"
         )
@@ -140,7 +140,7 @@ def _without_probes(folders: list[Path], note: Callable[[str], None]) -> list[Pa
     return [f for f in folders if f not in probes]
 
 
-def _unfinished(folder: Path, frame: pd.DataFrame) -> str:
+def _ending_note(folder: Path, frame: pd.DataFrame) -> str:
     """' [unfinished: step S of T]' for a run that has not ended (a curve that ends early must not pass for a
     finished one): its config.json and no summary.json, or a summary of fewer steps than config.json's that
     did not diverge (a finished run resumed with a larger --steps keeps its old summary until it ends);
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = _without_probes(folders, note)
         curves = [read_metrics(f, args.x, note) for f in folders]
         names = [
-            name + _unfinished(folder, frame)
+            name + _ending_note(folder, frame)
             for name, folder, frame in zip(labels(folders), folders, curves, strict=True)
         ]
         frames = dict(zip(names, curves, strict=True))

@@ -107,11 +107,10 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
             marker = "o" if len(frame) <= 30 else None
             style = _run_style(i)
             ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name], **style)
-            if (
-                column in log_panels and (y == 0).any()
-            ):  # an exact 0 (consensus after exact averaging): hollow
-                zeros = True  # markers at the floor, as fig3_variance draws them (they used to vanish)
-                ax.plot(frame[x][y == 0], np.full(int((y == 0).sum()), floor), marker="o", ms=4, mfc="none",
+            at_zero = (y == 0) & (column in log_panels)  # an exact 0 (consensus after an exact average)
+            if at_zero.any():  # hollow markers at the floor, as fig3_variance has (they used to vanish)
+                zeros = True
+                ax.plot(frame[x][at_zero], np.full(int(at_zero.sum()), floor), marker="o", ms=4, mfc="none",
                         ls="none", color=style["color"])  # fmt: skip
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label + (f"\n(hollow: 0, drawn at {floor:.2g})" if zeros else ""))
@@ -403,7 +402,7 @@ def drift_against_zeta(rows: Sequence[Mapping[str, object]]) -> Figure:
             drift = np.maximum(line["local_drift_mean"], floor)
             marker = MARKERS[(i // 10) % len(MARKERS)]  # beyond 10 colours another marker
             label = f"$\\tau$ = ({tau1}, {tau2})"
-            shown = ax.plot(line["zeta"], drift, marker=marker, color=f"C{i % 10}", label=label)
+            shown = ax.plot(line["zeta"], drift, marker=marker, color=_run_style(i)["color"], label=label)
             bound = np.maximum(line["bound"] / line["L"] ** 2, floor)
             ax.plot(line["zeta"], bound, ls="--", color=shown[0].get_color(), lw=0.8)
         ax.set_yscale("log")

@@ -427,8 +427,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-sim`` / ``python -m sim``; returns the exit code."""
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    asks_help = argv[:1] == ["-h"] or (argv[:1] != [] and len(argv[0]) > 2 and "--help".startswith(argv[0]))
-    if not argv or (argv[0].startswith("-") and not asks_help):  # (--he: argparse's abbreviation of --help)
+    first = argv[0] if argv else ""
+    asks_help = first == "-h" or (len(first) > 2 and "--help".startswith(first))  # (--he: an abbreviation)
+    if not first or (first.startswith("-") and not asks_help):
         argv = ["run", *argv]  # no command: `dfl-sim --steps 5` is `dfl-sim run --steps 5` (it was "invalid
         # choice: '5'": argparse took the flag's value for the command)
     args = parser.parse_args(argv)

@@ -202,9 +202,13 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
     folders: dict[Path, dict[str, Any]] = {}
     for combo in itertools.product(*grid.values()):
         values: dict[str, Any] = {}
-        tables = {key: value for key, value in zip(grid, combo, strict=True) if isinstance(value, dict)}
-        for key, value in zip(grid, combo, strict=True):  # a bundle's table: its fields, flat
-            values.update(value if isinstance(value, dict) else {key: value})
+        tables: dict[str, dict[str, Any]] = {}
+        for key, value in zip(grid, combo, strict=True):
+            if isinstance(value, dict):  # a bundle's table: its fields, flat among the values
+                tables[key] = value
+                values.update(value)
+            else:
+                values[key] = value
         folder = Path(out) / (_folder_name(values) or "run")
         if folder in folders:  # ('a b' and 'a-b' give one name): refused before any folder is made
             raise InputError(

@@ -260,7 +260,10 @@ def seeded_torch(seed: int, device: torch.device | str = "cpu") -> Iterator[None
     library function would reset the user's own stream)."""
     cuda = torch.device(device).type == "cuda"
     with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
-        torch.manual_seed(seed) if cuda else torch.default_generator.manual_seed(seed)
+        if cuda:
+            torch.manual_seed(seed)  # (every device's stream, as fork_rng restores every one)
+        else:
+            torch.default_generator.manual_seed(seed)
         yield
 
 

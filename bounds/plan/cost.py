@@ -55,9 +55,8 @@ class CostModel:
         """This model, ``t_comm`` read as one uncompressed (32 dim bit) step, for ``bits``-bit messages."""
         d = whole_number("dim", dim, low=1)
         b = real_number("bits", bits, low=0, low_open=True)
-        return CostModel(
-            self.t_comp, self.t_comm * (b / (32.0 * d))
-        )  # (1e303 * bits overflowed before / 32 d)
+        scale = b / (32.0 * d)  # first: t_comm = 1e303 times the bits overflowed before the division
+        return CostModel(self.t_comp, self.t_comm * scale)
 
     def round_seconds(self, tau1: Any, tau2: Any) -> Any:
         """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""
