@@ -45,6 +45,7 @@ from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check, combined
 from sim.algorithms import resolve_schedule
 from sim.data import DataError
+from sim.run_folder import finished_run
 from sim.runner import RunConfig, run
 from sim.sweep import run_sweep, sweep_groups
 
@@ -105,20 +106,12 @@ def _planned(ctx: CheckContext, seed: int, **kw: Any) -> tuple[RunConfig, str]:
 
 
 def _cached(config: RunConfig, key: str) -> bool:
-    """Whether the run of ``config`` is in its folder, whole: its config, a summary, and a metrics.csv that
-    reaches the last step (or stops where the summary says it diverged). A metrics.csv cut short was read
-    as the run: a loss at step 12 of 180 judged (a probe)."""
+    """Whether the run of ``config`` is in its folder, whole (:func:`sim.run_folder.finished_run`), with
+    these settings (its config.json)."""
     folder = Path(config.out)
     config_file = folder / "config.json"
-    if not (config_file.is_file() and same_config(config_file, key)):
-        return False
-    try:
-        summary = json.loads((folder / "summary.json").read_text())
-        last = (folder / "metrics.csv").read_text().rstrip("\n").rsplit("\n", 1)[-1]
-        step = int(last.split(",", 1)[0])
-    except (OSError, ValueError):  # missing, cut inside a line, not a run's files
-        return False
-    return isinstance(summary, dict) and (step == config.steps or summary.get("diverged") is True)
+    whole = finished_run(folder, config.steps) is not None
+    return whole and config_file.is_file() and same_config(config_file, key)
 
 
 def _sweep(ctx: CheckContext, configs: dict[str, dict[str, Any]]) -> None:

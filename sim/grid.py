@@ -34,7 +34,7 @@ from typing import Any
 from bounds import InputError
 from bounds._checks import absent_file
 from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
-from sim.run_folder import run_record
+from sim.run_folder import finished_run, run_record
 
 __all__ = [
     "GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields", "refuse_overwrite",
@@ -296,12 +296,8 @@ def finished_summary(config: RunConfig) -> dict[str, Any] | None:
     """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps),
     else None."""
     folder = Path(config.out)
-    try:
-        done = json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):  # none, or cut short
-        return None
-    finished = isinstance(done, dict) and (done.get("steps") == config.steps or done.get("diverged"))
-    if not finished or _differences(run_record(folder), config):
+    done = finished_run(folder, config.steps)
+    if done is None or _differences(run_record(folder), config):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
 
@@ -316,7 +312,11 @@ def refuse_overwrite(config: RunConfig) -> None:
         return
     old = run_record(folder)
     differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in _differences(old, config).items() if k in old)
-    why = f"its settings differ: {differ}" if differ else "its config.json or summary.json cannot be read"
+    why = (
+        f"its settings differ: {differ}"
+        if differ
+        else f"its config.json, summary.json or metrics.csv is unreadable or stops before step {config.steps}"
+    )
     raise InputError(
         f"resume: {str(folder)!r} holds a finished run without a checkpoint, which the sweep would train "
         f"again from step 0 ({why}; expected the grid it ran with, another --out, or that folder removed to "

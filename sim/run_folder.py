@@ -25,6 +25,7 @@ __all__ = [
     "FOLDER_MARKERS",
     "LOCK_NAME",
     "check_metrics_file",
+    "finished_run",
     "json_object",
     "lock_folders",
     "refuse_other_kind",
@@ -137,6 +138,24 @@ def json_object(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def finished_run(folder: Path, steps: int) -> dict[str, Any] | None:
+    """The summary.json of the whole run of ``steps`` steps in ``folder``, else None: a summary object that
+    says ``steps`` (or that the run diverged), and a metrics.csv whose last row is that step (or the step it
+    diverged at). A summary alone was taken for the run where its metrics.csv was cut short: a loss at step
+    12 of 180 judged (a probe). Who reuses a run also checks that its settings are the ones wanted
+    (:func:`sim.grid.finished_summary`, ``paper_checks.experiments``)."""
+    summary = json_object(folder / "summary.json")
+    diverged = summary.get("diverged") is True
+    if not summary or not (diverged or summary.get("steps") == steps):
+        return None
+    try:
+        last = (folder / "metrics.csv").read_text().rstrip("\n").rsplit("\n", 1)[-1]
+        logged = int(last.split(",", 1)[0])
+    except (OSError, ValueError):  # missing, cut inside a line, not a run's file
+        return None
+    return summary if logged == summary.get("steps") else None
 
 
 def check_metrics_file(path: Path) -> None:

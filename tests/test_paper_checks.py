@@ -460,15 +460,17 @@ def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
     config = RunConfig(out=str(tmp_path), steps=180)
     key = json.dumps({"run": 1}, sort_keys=True)
     (tmp_path / "config.json").write_text(json.dumps({"run": 1, "out": str(tmp_path)}))
-    (tmp_path / "summary.json").write_text(json.dumps({"diverged": False}))
     header = "step,round,phase,train_loss\n"
-    for rows, diverged, cached in (("0,0,init,2.3\n180,30,gossip,0.6\n", False, True),
-                                   ("0,0,init,2.3\n12,2,local,1.1\n", False, False),
-                                   ("0,0,init,2.3\n12,2,lo", False, False),
-                                   ("0,0,init,2.3\n12,2,local,inf\n", True, True)):  # fmt: skip
+    for rows, steps, diverged, cached in (("0,0,init,2.3\n180,30,gossip,0.6\n", 180, False, True),
+                                          ("0,0,init,2.3\n12,2,local,1.1\n", 180, False, False),
+                                          ("0,0,init,2.3\n12,2,lo", 180, False, False),
+                                          ("0,0,init,2.3\n120,20,gossip,0.6\n", 120, False, False),
+                                          ("0,0,init,2.3\n12,2,local,inf\n", 12, True, True)):  # fmt: skip
         (tmp_path / "metrics.csv").write_text(header + rows)
-        (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged}))
+        (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged, "steps": steps}))
         assert experiments._cached(config, key) == cached, rows
+    (tmp_path / "config.json").write_text(json.dumps({"run": 2, "out": str(tmp_path)}))  # other settings
+    assert not experiments._cached(config, key)
 
 
 def test_list_honours_json_and_only_and_stopping_flags_do_not_combine(capsys) -> None:

@@ -244,6 +244,11 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
     grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")
     assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0  # the same grid: done
     capsys.readouterr()
+    metrics = out / "seed=0" / "metrics.csv"  # a metrics.csv cut short was reused as the whole run
+    metrics.write_text(kept[: kept.rstrip("\n").rindex("\n") + 1])  # its last row lost
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    assert "metrics.csv is unreadable or stops before step 20" in capsys.readouterr().err
+    metrics.write_text(kept)
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
     assert main(["sweep", str(grid), "--out", str(copy), "--json", "--resume"]) == 0  # where runs are now
