@@ -33,6 +33,7 @@ from typing import Any
 
 from bounds import InputError
 from bounds._checks import absent_file
+from sim.algorithms import algorithm
 from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
 from sim.run_folder import finished_run, run_record
 
@@ -227,12 +228,13 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
 def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
     """InputError for a [grid] field whose values change nothing: ``alpha`` without partition 'dirichlet',
     ``gamma`` without algorithm 'cdfl', ``tau2`` of 'sync' (:meth:`RunConfig.without_effect`). A field may
-    be idle at some points (``alpha`` beside ``partition = ['shards', 'dirichlet']``); it is refused where no
-    point reads it, or, listing several values, where among the points that share every other grid value no
-    two read it (a sweep of identical runs). A bundle's table is refused where none of its points reads one
-    of its fields (``{algorithm = 'dfl', gamma = 0.5}``); then two points of the same settings
-    (``{algorithm = 'dfl'}`` beside ``{algorithm = 'dfl', compressor = 'identity'}``; a field that an
-    algorithm fixes to the value given, sync's tau1 = 1, is not caught)."""
+    be idle at some points (``gamma = [0.5]`` beside ``algorithm = ['dfl', 'cdfl']``); it is refused where
+    no point reads it, or, listing several values, where among the points that share every other grid value
+    no two read it. A bundle's table is refused where none of its points reads one of its fields
+    (``{algorithm = 'dfl', gamma = 0.5}``). Then two points that are one run once the fields they do not
+    read are set aside (:func:`_run_settings`) are refused: ``alpha = [0.1, 10.0]`` beside ``partition =
+    ['shards', 'dirichlet']`` (shards trained twice; a bundle says it once), sync's tau1 = 1 beside tau1 =
+    2, ``{algorithm = 'dfl'}`` beside ``{algorithm = 'dfl', compressor = 'identity'}``."""
     taking: dict[str, tuple[str, dict[str, Any], list[GridPoint]]] = {}  # each table and its points
     for point in points:
         for key, table in point.tables.items():
@@ -265,15 +267,31 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
             )
     seen: dict[str, GridPoint] = {}
     for point in points:
-        settings = json.dumps(
-            {k: v for k, v in asdict(point.config).items() if k != "out"}, sort_keys=True, default=repr
-        )
+        settings = json.dumps(_run_settings(point.config), sort_keys=True, default=repr)
         if settings in seen:
+            first = seen[settings]
+            differ = [
+                k for k, v in asdict(point.config).items() if k != "out" and getattr(first.config, k) != v
+            ]
+            why = dict(first.config.without_effect(differ)) | dict(point.config.without_effect(differ))
+            unread = "; ".join(f"{k}: {w}" for k, w in why.items())
             raise InputError(
-                f"grid file {str(path)!r}: the points {seen[settings].values} and {point.values} are one run "
-                "(the same settings; expected each run once)"
+                f"grid file {str(path)!r}: the points {first.values} and {point.values} are one run "
+                f"({unread or 'the same settings'}; expected each run once: fields that only go together "
+                "take a bundle, m = [{...}, {...}])"
             )
         seen[settings] = point
+
+
+def _run_settings(config: RunConfig) -> dict[str, Any]:
+    """The settings that make ``config``'s run what it is: every field but ``out``, a field the run does not
+    read (:meth:`RunConfig.without_effect`) as None, and tau1 / tau2 as the algorithm fixes them (sync's
+    tau1 = 1 and tau1 = 2 are one run)."""
+    settings = {k: v for k, v in asdict(config).items() if k != "out"}
+    settings |= dict.fromkeys((name for name, _ in config.without_effect(settings)), None)
+    record = algorithm(config.algorithm)
+    fixed = {name: getattr(record, name) for name in ("tau1", "tau2")}
+    return settings | {name: value for name, value in fixed.items() if value is not None}
 
 
 FOLDER_NAME_LIMIT = 200

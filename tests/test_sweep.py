@@ -330,6 +330,10 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
             "[grid]\nm = [{algorithm = 'dfl'}, {algorithm = 'dfl', compressor = 'identity'}]\n",
             "the points {{'algorithm': 'dfl'}} and {{'algorithm': 'dfl', 'compressor': 'identity'}} are one",
         ),
+        (  # a field an algorithm fixes (sync's tau1 = 1), read by the other algorithm's points
+            "[grid]\ntau1 = [1, 2]\nm = [{algorithm = 'sync'}, {algorithm = 'dfl'}]\n",
+            "the points {{'tau1': 1, 'algorithm': 'sync'}} and {{'tau1': 2, 'algorithm': 'sync'}} are one",
+        ),
         ("[grid]\nm = [{tau1 = 2}, {tau1 = 2.0}]\n", "[grid] m lists one table twice"),
         ("[grid]\nm = [{bogus = 2}]\n", "unknown key 'bogus'"),
         ("[grid]\nm = [{out = 'x'}]\n", "[grid] m: 'out' cannot vary in a sweep"),
@@ -552,21 +556,26 @@ def test_lanes_are_cut_greedily_by_width_and_samples_per_call() -> None:
         assert _by_batch_width(lanes, limit) == reference(lanes, limit)
 
 
-def test_a_grid_field_idle_at_some_points_only_is_kept(tmp_path) -> None:
-    """alpha beside partition = ['shards', 'dirichlet'] is read by the dirichlet points: not refused; nor is
-    a one-value field that the runs read."""
+def test_a_grid_field_idle_at_some_points_only_is_kept_unless_it_makes_one_run_twice(tmp_path) -> None:
+    """A one-value field that some runs read is kept. alpha = [0.1, 10.0] beside partition = ['shards',
+    'dirichlet'] is read by the dirichlet points, but trained the shards run twice, identical, in two
+    folders: refused, naming why, as is a bundle's table that does the same; a bundle says it once."""
     from sim.grid import grid_points, refuse_idle_fields
 
-    mixed = grid_points({"steps": 4}, {"partition": ["shards", "dirichlet"], "alpha": [0.1, 10.0]}, tmp_path)
-    refuse_idle_fields(mixed, "grid.toml")
     refuse_idle_fields(grid_points({"steps": 4}, {"tau2": [4]}, tmp_path), "grid.toml")
     one = grid_points({"steps": 4}, {"algorithm": ["dfl", "cdfl"], "gamma": [0.5]}, tmp_path)
     refuse_idle_fields(one, "grid.toml")  # one value, read by the cdfl point: was refused (a review)
     with pytest.raises(InputError, match=r"\[grid\] gamma = \[0.5\] changes nothing"):
         refuse_idle_fields(grid_points({"steps": 4}, {"gamma": [0.5]}, tmp_path), "grid.toml")
-    # a bundle's table as a plain axis: kept where some of its points read it (refused where one did not)
+    twice = r"\{'partition': 'shards', 'alpha': 0.1\} and \{'partition': 'shards', 'alpha': 10.0\} are "
+    mixed = grid_points({"steps": 4}, {"partition": ["shards", "dirichlet"], "alpha": [0.1, 10.0]}, tmp_path)
+    with pytest.raises(InputError, match=twice + r"one run \(alpha: only partition 'dirichlet' reads it"):
+        refuse_idle_fields(mixed, "grid.toml")
     grid = {"partition": ["shards", "dirichlet"], "m": [{"alpha": 0.1}, {"alpha": 0.5}]}
-    refuse_idle_fields(grid_points({"steps": 4}, grid, tmp_path), "grid.toml")
+    with pytest.raises(InputError, match="are one run"):
+        refuse_idle_fields(grid_points({"steps": 4}, grid, tmp_path), "grid.toml")
+    bundle = [{"partition": "shards"}] + [{"partition": "dirichlet", "alpha": a} for a in (0.1, 10.0)]
+    refuse_idle_fields(grid_points({"steps": 4}, {"m": bundle}, tmp_path), "grid.toml")
 
 
 def test_writable_folder_names_the_file_in_the_way(tmp_path) -> None:
