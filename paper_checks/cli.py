@@ -109,14 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     if args.list:
-        from paper_checks.registry import CHECKS, load_checks
+        from paper_checks.registry import named_checks
 
-        load_checks()
-        unknown = [i for i in args.only or [] if i not in CHECKS]
-        if unknown:  # (--list --only nosuch listed everything, in silence)
-            print(f"dfl-check: error: --only names unknown checks: {', '.join(unknown)}", file=sys.stderr)
+        try:
+            listed = named_checks(args.only)  # (--list --only nosuch listed everything, in silence)
+        except InputError as exc:
+            print(f"dfl-check: error: {exc}", file=sys.stderr)
             return 2
-        listed = [chk for chk in CHECKS.values() if not args.only or chk.id in args.only]
         if args.json:  # (--list --json printed the plain list)
             print(json.dumps([{"id": chk.id, "ref": chk.ref, "claim": chk.claim} for chk in listed]))
             return 0
@@ -131,8 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         chosen, context = select(args.only, quick, out, args.cifar_dir, args.device, args.jobs)
-    except KeyError as exc:
-        print(f"dfl-check: error: {exc.args[0]}", file=sys.stderr)
+    except InputError as exc:
+        print(f"dfl-check: error: {exc}", file=sys.stderr)
         return 2
     if args.time_sweep:
 

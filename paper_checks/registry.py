@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import hashlib
 import importlib
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bounds import InputError
 from paper_checks.context import CheckContext
 
 __all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "library_digest", "load_checks"]
@@ -140,3 +142,18 @@ def load_checks() -> dict[str, Check]:
     for module in CHECK_MODULES:
         importlib.import_module(module)
     return CHECKS
+
+
+def named_checks(ids: list[str] | None) -> list[Check]:
+    """The checks ``ids`` names (all without ids), in registry order. InputError naming every unknown id,
+    with the ids close to them (``fig6``: fig6-tau2, fig6-cifar), else all of them."""
+    load_checks()
+    unknown = [i for i in ids or [] if i not in CHECKS]
+    if unknown:
+        close = [c for c in CHECKS if any(c.startswith(i) for i in unknown)]
+        close += [c for i in unknown for c in difflib.get_close_matches(i, CHECKS, n=3) if c not in close]
+        raise InputError(
+            f"--only names unknown checks: {', '.join(unknown)} (expected ids dfl-check --list names"
+            + (f"; close: {', '.join(close)})" if close else f": {', '.join(CHECKS)})")
+        )
+    return [chk for chk in CHECKS.values() if not ids or chk.id in ids]

@@ -12,7 +12,7 @@ from paper_checks.cache import pending, run_one
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps, run_overlapped
 from paper_checks.presweep import presweep, presweeps
-from paper_checks.registry import CHECKS, Check, load_checks
+from paper_checks.registry import CHECKS, Check, load_checks, named_checks
 
 __all__ = ["run_checks", "select", "write_report"]
 
@@ -28,13 +28,9 @@ def select(
     """The selected checks (all by default, in registry order) and the context they run in (``workers``:
     processes for the checks that split their cells, :class:`~paper_checks.context.CheckContext`).
 
-    Raises KeyError naming an unknown id.
+    Raises InputError naming the unknown ids (:func:`~paper_checks.registry.named_checks`).
     """
-    load_checks()
-    unknown = [i for i in ids or [] if i not in CHECKS]
-    if unknown:
-        raise KeyError(f"unknown check {unknown[0]!r} (expected one of: {', '.join(CHECKS)})")
-    chosen = [chk for chk in CHECKS.values() if not ids or chk.id in ids]
+    chosen = named_checks(ids)
     from sim.setup import set_precision  # torch: once the arguments are read
 
     set_precision(device, tf32=False)  # the checks' models outside runs (Hessians, probes) in float32 too

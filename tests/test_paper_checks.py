@@ -70,9 +70,19 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     assert [r["id"] for r in cached] == ["zeta-values", "fig3-variance"] and all(r["cached"] for r in cached)
 
 
-def test_unknown_check_is_exit_2(tmp_path, capsys) -> None:
-    assert main(["--only", "fig99", "--out", str(tmp_path)]) == 2
-    assert "unknown check 'fig99'" in capsys.readouterr().err
+def test_unknown_check_is_exit_2_naming_every_unknown_id_and_the_close_ones(tmp_path, capsys) -> None:
+    """A run and --list named unknown ids in two ways (the run: only the first, then all 33 ids)."""
+    for flags in ([], ["--list"]):
+        assert main(["--only", "fig99", "fig6", "zeta-values", "--out", str(tmp_path), *flags]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (
+            "dfl-check: error: --only names unknown checks: fig99, fig6 "
+            "(expected ids dfl-check --list names; close: fig6-tau2, fig6-cifar)"
+        )
+    assert main(["--only", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown checks: nosuch (expected ids dfl-check --list names: " in err
+    assert all(f"{i}," in err or f"{i})" in err for i in ("fig6-tau2", "assumption2", "tightness")), err
 
 
 def test_experiment_checks_run_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch) -> None:
