@@ -112,6 +112,28 @@ def test_resume_refuses_a_file_that_is_not_a_checkpoint(tiny, tmp_path, capsys, 
     assert "is not a dflkit checkpoint (it lacks " + missing in err and err.count("\n") == 1
 
 
+def test_resume_refuses_a_damaged_checkpoint_in_one_line(tiny, tmp_path, capsys) -> None:
+    """One flipped byte inside the saved X resumed a wrong model in silence (torch.load does not check the
+    zip's CRC-32s; a probe: training loss 36 for 0.52); a cut file's message held torch's four sentences,
+    a folder named checkpoint.pt 'did not exist'."""
+    out = tmp_path / "run"
+    assert sim_main(_argv(tiny, out)) == 0
+    whole = (out / "checkpoint.pt").read_bytes()
+    flipped = bytearray(whole)
+    at = whole.index(b"data/0") + 200  # (the X tensor's bytes follow its entry's local header)
+    flipped[at] ^= 0xFF
+    for damaged, fragment in ((bytes(flipped), "is damaged (the bytes of its entry '"),
+                              (whole[: len(whole) // 2], "is not a readable checkpoint (")):  # fmt: skip
+        (out / "checkpoint.pt").write_bytes(damaged)
+        assert sim_main(_argv(tiny, out, "--steps", "12", "--resume")) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and err.count("\n") == 1 and "miniz" not in err, err
+    (out / "checkpoint.pt").unlink()
+    (out / "checkpoint.pt").mkdir()
+    assert sim_main(_argv(tiny, out, "--steps", "12", "--resume")) == 2
+    assert "checkpoint.pt' is not a file (a folder) (expected the folder" in capsys.readouterr().err
+
+
 def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_previous_one(
     tiny, tmp_path, capsys, monkeypatch
 ):
