@@ -76,7 +76,23 @@ def read_metrics(folder: Path, x: str, note: Callable[[str], None] = lambda line
                 "(expected a dfl-sim metrics.csv)"
             )
         frame[column] = values
+    _check_steps_increase(frame, path)
     return frame
+
+
+def _check_steps_increase(frame: pd.DataFrame, path: Path) -> None:
+    """InputError where a row's step is not above the one before (dfl-sim writes them in order: a row
+    appended or copied by hand was drawn as a line back to its step, a probe)."""
+    steps = pd.to_numeric(frame["step"], errors="coerce").to_numpy() if "step" in frame else None
+    if steps is None or len(steps) < 2:
+        return
+    back = steps[1:] <= steps[:-1]
+    if back.any():
+        row = int(back.argmax()) + 2
+        raise InputError(
+            f"{path}: step = {steps[row - 1]:g} in row {row} follows step {steps[row - 2]:g} (expected steps "
+            "that increase, as dfl-sim writes them; a row added or repeated by hand?)"
+        )
 
 
 RUN_GLOBS = {"sweep": "*/", "plan": "runs/*/"}

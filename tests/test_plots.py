@@ -280,6 +280,9 @@ def test_dfl_plot_leaves_out_a_row_cut_off_and_refuses_a_cell_that_is_no_number(
     (run / "metrics.csv").write_text("\n".join([*lines[:2], ",".join(cells), *lines[3:]]) + "\n")
     assert main([str(run)]) == 2
     assert "train_loss = 'abc' in row 2 is not a number" in capsys.readouterr().err
+    (run / "metrics.csv").write_text(text + lines[2] + "\n")  # a row repeated at the end: drawn back
+    assert main([str(run)]) == 2
+    assert "step = 10 in row 6 follows step 40 (expected steps that increase" in capsys.readouterr().err
     (tmp_path / "afile").write_text("")
     (run / "metrics.csv").write_text(text)
     assert main([str(run), "--out", str(tmp_path / "afile" / "x.png")]) == 2
