@@ -270,6 +270,8 @@ RECORDED = ("diverged", "model_time")
 """The columns of simulations.csv every finished simulation fills (a row missing one is simulated again)."""
 MEASURED = ("loss", "test_accuracy", "grad_norm2")
 """The columns a finished simulation fills unless it diverged."""
+NUMERIC = ("tau1", "tau2", "steps", "parameter", "seed", "eta", "model_time", *MEASURED)
+"""The columns of simulations.csv that hold numbers (a row with a word in one is simulated again)."""
 
 
 def _read_saved_plan(path: Path) -> dict[str, Any] | None:
@@ -305,14 +307,20 @@ def _read_simulations(path: Path) -> list[dict[str, Any]]:
             f"{str(path)!r} lacks the columns {', '.join(missing)} (expected the simulations.csv a plan "
             "wrote: move it away to simulate afresh)"
         )
-    # a row cut short (a hand edit, a copy that stopped) was averaged as a whole seed (its loss NaN, skipped)
+    # a row cut short (a hand edit, a copy that stopped) was averaged as a whole seed (its loss NaN, skipped);
+    # a word where a number belongs failed inside pandas' mean (a probe): both are simulated again
+    unreadable = pd.Series(False, index=done.index)
+    for column in [c for c in NUMERIC if c in done]:
+        numbers = pd.to_numeric(done[column], errors="coerce")
+        unreadable |= numbers.isna() & done[column].notna()
+        done[column] = numbers
     filled = done.reindex(columns=[*RECORDED, *MEASURED]).notna()
     diverged = done["diverged"].map(lambda v: str(v) == "True") if "diverged" in done else False
-    cut = ~filled[list(RECORDED)].all(axis=1) | ~(filled[list(MEASURED)].all(axis=1) | diverged)
+    cut = ~filled[list(RECORDED)].all(axis=1) | ~(filled[list(MEASURED)].all(axis=1) | diverged) | unreadable
     if cut.any():
         lines = ", ".join(str(i + 2) for i in np.flatnonzero(cut.to_numpy()))
-        print(f"dfl-sim: warning: plan: {path} has {int(cut.sum())} incomplete rows (lines {lines}): their "
-              "simulations run again", file=sys.stderr)  # fmt: skip
+        print(f"dfl-sim: warning: plan: {path} has {int(cut.sum())} incomplete or unreadable rows (lines "
+              f"{lines}): their simulations run again", file=sys.stderr)  # fmt: skip
     return done[~cut].to_dict("records")
 
 

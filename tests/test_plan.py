@@ -291,10 +291,12 @@ def test_a_cut_simulations_row_runs_again_and_a_runs_folder_is_refused(tiny, tmp
         "identity,,1,1,0.1,0,1.0,1,top,10,5,0.5,0.9,0.01,False,20\n"
         "identity,,1,1,0.1,1,1.0,1,top,10,5,,,,True,20\n"  # diverged: no loss, but complete
         "identity,,1,2,0.1,0,1.0,2,top,15,5,0.4\n"  # cut short
+        "identity,,1,2,0.1,1,1.0,2,top,15,5,abc,0.9,0.01,False,20\n"  # a word: a pandas traceback
+        "identity,,1,2,x,2,1.0,2,top,15,5,0.4,0.9,0.01,False,20\n"
     )
     records = _read_simulations(path)
     assert [(r["tau2"], r["seed"]) for r in records] == [(1, 0), (1, 1)]
-    assert "1 incomplete rows (lines 4): their simulations run again" in capsys.readouterr().err
+    assert "3 incomplete or unreadable rows (lines 4, 5, 6): their simulations run" in capsys.readouterr().err
     run_folder = tmp_path / "a-run"
     run_folder.mkdir()
     (run_folder / "checkpoint.pt").write_bytes(b"")
