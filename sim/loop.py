@@ -14,6 +14,7 @@ import csv
 import errno
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -395,9 +396,7 @@ class RunRecorder:
                 _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved,
                                  self.s.digests)  # fmt: skip
             except (OSError, RuntimeError) as exc:  # torch.save reports a full disk as a RuntimeError
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
-                if not isinstance(exc, OSError) or exc.errno == errno.ENOSPC:
-                    why += "; no space left on the device?"
+                why = _save_failure(exc)
                 kept = (
                     "the previous checkpoint is kept: the same command with --resume continues from it once "
                     "the cause is mended"
@@ -408,6 +407,19 @@ class RunRecorder:
                     f"cannot write the checkpoint {self.checkpoint} at step {state.t} ({why}); {kept}"
                 ) from None
         self._last_save = time.perf_counter()
+
+
+def _save_failure(exc: OSError | RuntimeError) -> str:
+    """Why a checkpoint could not be written, in a few words. torch.save reports a full disk as a
+    RuntimeError that names no cause ('unexpected pos 1600 vs 1494'): a full disk is then guessed; where its
+    message names the system's error ('... failed with strerror: Permission denied') that is the cause (it was
+    blamed on a full disk too, a probe)."""
+    if isinstance(exc, OSError):
+        why = exc.strerror or str(exc)
+        return f"{why}; no space left on the device?" if exc.errno == errno.ENOSPC else why
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    named = re.search(r"strerror: (.+)$", first)
+    return named.group(1).strip() if named else f"{first}; no space left on the device?"
 
 
 def run_loop(

@@ -151,10 +151,25 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_previous_one(
     assert sim_main(_argv(tiny, out, "--steps", "12")) == 1
     err = capsys.readouterr().err
     assert "cannot write the checkpoint" in err and "at step 8" in err and err.count("\n") == 1
+    assert "no space left on the device?" in err
     assert torch.load(out / "checkpoint.pt", weights_only=False)["t"] == 4
     assert not list(out.glob("*.tmp"))
     monkeypatch.setattr(torch, "save", real)
     assert sim_main(_argv(tiny, out, "--steps", "12", "--resume")) == 0
+
+
+def test_a_checkpoint_denied_is_not_blamed_on_a_full_disk(tiny, tmp_path, capsys, monkeypatch) -> None:
+    """torch.save's 'open file failed with strerror: Permission denied' (a folder made read-only during a run)
+    was reported with 'no space left on the device?' (a probe)."""
+
+    def denied(obj: object, path: object) -> None:
+        raise RuntimeError("[enforce fail at inline_container.cc:747] . open file failed with strerror: "
+                           "Permission denied")  # fmt: skip
+
+    monkeypatch.setattr(torch, "save", denied)
+    assert sim_main(_argv(tiny, tmp_path / "run")) == 1
+    err = capsys.readouterr().err
+    assert "at step 4 (Permission denied); no earlier checkpoint" in err and "space" not in err, err
 
 
 def test_a_sweep_run_that_ends_early_writes_its_summary_then(tiny, tmp_path, monkeypatch) -> None:
