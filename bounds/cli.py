@@ -36,7 +36,7 @@ from typing import Any
 from bounds._checks import InputError, real_number
 from bounds.cdfl.compression import COMPRESSORS, make_compressor
 from bounds.cdfl.proposition2 import cdfl_bound
-from bounds.cli_tools import OneLineParser, key_value_table, pipe_safe
+from bounds.cli_tools import OneLineParser, cli_entry, key_value_table
 from bounds.dfl import symbolic
 from bounds.dfl.proposition1 import dfl_bound
 from bounds.graph.mixing import RULES, as_dense, topology_matrix
@@ -568,7 +568,7 @@ def _refuse_without_effect(args: argparse.Namespace) -> None:
         args.seed = 0 if args.seed is None else args.seed
 
 
-@pipe_safe
+@cli_entry("dfl-bounds")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-bounds`` / ``python -m bounds``; returns the exit code."""
     parser = _build_parser()

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from bounds._checks import InputError
 
 __all__ = [
-    "OneLineParser", "bar_interval", "key_value_table", "nearest_existing", "pipe_safe", "rows_table",
+    "OneLineParser", "bar_interval", "cli_entry", "key_value_table", "nearest_existing", "rows_table",
     "writable_folder",
 ]  # fmt: skip
 
@@ -27,24 +27,33 @@ __all__ = [
 # exponent and no inf/nan)
 NEGATIVE_NUMBER = re.compile(r"^-(?:(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 SIGPIPE_STATUS = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
+INTERRUPTED_STATUS = 130  # what a shell reports for a process ended by Ctrl-C (128 + SIGINT 2)
 
 
-def pipe_safe(main: Callable[..., int]) -> Callable[..., int]:
-    """A CLI's ``main`` whose output may be cut off by its reader (``dfl-bounds ... | head``): it ends with
-    status 141, as a process killed by SIGPIPE does, not with a BrokenPipeError traceback (the Python
-    documentation's recipe: stdout pointed at /dev/null, so that the flush at exit cannot fail again)."""
+def cli_entry(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """A CLI's ``main`` that ends in one line however it is stopped. Output cut off by its reader
+    (``dfl-bounds ... | head``): status 141, as a process killed by SIGPIPE, not a BrokenPipeError traceback
+    (the Python documentation's recipe: stdout pointed at /dev/null, so that the flush at exit cannot fail
+    again). Ctrl-C where the command has no handler of its own (torch's start-up, a figure being drawn):
+    ``PROG: interrupted`` and status 130, not a KeyboardInterrupt traceback (a probe)."""
 
-    @functools.wraps(main)
-    def wrapped(*args: Any, **kwargs: Any) -> int:
-        try:
-            code = main(*args, **kwargs)
-            sys.stdout.flush()
-            return code
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return SIGPIPE_STATUS
+    def decorate(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def wrapped(*args: Any, **kwargs: Any) -> int:
+            try:
+                code = main(*args, **kwargs)
+                sys.stdout.flush()
+                return code
+            except BrokenPipeError:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return SIGPIPE_STATUS
+            except KeyboardInterrupt:
+                print(f"{prog}: interrupted", file=sys.stderr)
+                return INTERRUPTED_STATUS
 
-    return wrapped
+        return wrapped
+
+    return decorate
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -24,7 +24,7 @@ from types import FrameType
 from tqdm import tqdm
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, bar_interval, pipe_safe, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, writable_folder
 from paper_checks.parallel import available_cores
 from sim.config import check_device
 from sim.host import retain_freed_memory
@@ -32,7 +32,7 @@ from sim.host import retain_freed_memory
 __all__ = ["main"]
 
 
-@pipe_safe
+@cli_entry("dfl-check")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-check`` / ``python -m paper_checks``."""
     parser = OneLineParser(prog="dfl-check", description="Check the DFL paper's claims against computation.")

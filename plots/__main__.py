@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, pipe_safe
+from bounds.cli_tools import OneLineParser, cli_entry
 from plots.figures import RUN_PANELS, run_curves, save
 from sim.run_folder import FOLDER_MARKERS, json_object
 
@@ -219,7 +219,7 @@ def _default_target(folders: list[Path]) -> Path:
     return folders[0].parent / "curves" if len(parents) == 1 else folders[0] / "comparison"
 
 
-@pipe_safe
+@cli_entry("dfl-plot")
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="dfl-plot", description="Draw the curves of dfl-sim runs.")
     parser.add_argument("runs", nargs="+", help="run folders (each with metrics.csv)")

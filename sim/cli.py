@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, bar_interval, key_value_table, pipe_safe, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, key_value_table, writable_folder
 from bounds.serialize import jsonable
 from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
@@ -422,7 +422,7 @@ def _parser() -> OneLineParser:
     return parser
 
 
-@pipe_safe
+@cli_entry("dfl-sim")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-sim`` / ``python -m sim``; returns the exit code."""
     parser = _parser()

@@ -401,6 +401,24 @@ def test_a_closed_pipe_ends_quietly_with_sigpipe_status() -> None:
     assert child.returncode == 141 and err == b""
 
 
+def test_ctrl_c_anywhere_in_a_cli_is_one_line_and_status_130(tmp_path, capsys, monkeypatch) -> None:
+    """Ctrl-C during dfl-check's start-up or while dfl-plot drew printed a KeyboardInterrupt traceback from
+    torch or matplotlib (a probe); dfl-sim said 'dfl-sim: interrupted' at the same moments."""
+    import paper_checks.report
+    import plots.__main__ as plot_cli
+    from paper_checks.cli import main as check_main
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(paper_checks.report, "select", stop)
+    monkeypatch.setattr(plot_cli, "read_metrics", stop)
+    for main_, argv, prog in ((check_main, ["--only", "zeta-values", "--out", str(tmp_path)], "dfl-check"),
+                              (plot_cli.main, [str(tmp_path)], "dfl-plot")):  # fmt: skip
+        assert main_(argv) == 130
+        assert capsys.readouterr().err == f"{prog}: interrupted\n"
+
+
 def test_optimize_refuses_two_gossip_costs(capsys) -> None:
     """--t-comm used to win silently over --latency / --bandwidth."""
     problem = ("--L", "1", "--sigma2", "1", "--nodes", "10", "--gap", "1", "--zeta", "0.87", "--t-comp", "1")
