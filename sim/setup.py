@@ -345,10 +345,21 @@ def check_outs(configs: Sequence[RunConfig], digests: Sequence[dict[str, str] | 
             check_metrics_file(Path(config.out) / "metrics.csv")
 
 
+PATH_MAX = 4096
+"""The longest path Linux takes in a system call, in bytes (with its closing NUL: 4095 usable)."""
+FILE_NAME_ROOM = 64
+"""Bytes a run folder's path leaves for the names of the files in it (checkpoint.pt and its temporary)."""
+
+
 def _creatable(out: Path) -> None:
     """InputError, as :func:`bounds.cli_tools.writable_folder` words it, where ``out`` is a file or its
     nearest existing folder is not writable: checked for every run of a sweep before any folder is made
     (:func:`writable_folder` then creates each, and its probe file remains the last word)."""
+    longest = PATH_MAX - FILE_NAME_ROOM
+    if len(os.fsencode(os.path.abspath(out))) > longest:  # its lock file failed, the folders made (a probe)
+        raise InputError(f"out = {str(out)!r:.120} is not a usable folder path (its full path is "
+                         f"{len(os.fsencode(os.path.abspath(out))):,} bytes; expected at most {longest:,}, "
+                         "room for the run's files within the system's limit)")  # fmt: skip
     try:
         near = nearest_existing(out)
     except OSError as exc:  # a name over 255 bytes: 'File name too long', exit 1 as if the run had failed

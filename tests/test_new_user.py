@@ -493,6 +493,10 @@ def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypa
     disk while writing metrics.csv said 'No space left on device' without the file."""
     err = _one_line_error(capsys, _base(tiny, tmp_path / ("a" * 300) / "run"))
     assert "is not a usable folder path (File name too long; expected names of at most 255 bytes)" in err
+    deep = tmp_path / "/".join(["b" * 200] * 21)  # names of 200 bytes, a path past Linux's 4,096
+    err = _one_line_error(capsys, _base(tiny, deep))  # (its lock file failed with exit 1, 20 folders made)
+    assert "is not a usable folder path (its full path is " in err and "expected at most 4,032" in err
+    assert not (tmp_path / ("b" * 200)).exists()
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "sweep.json").write_text("[]")
