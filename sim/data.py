@@ -16,6 +16,7 @@ import functools
 import gzip
 import hashlib
 import pickle
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,9 @@ def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
     try:
         with gzip.open(path, "rb") as fh:
             raw = fh.read()
+    except (EOFError, zlib.error) as exc:  # cut mid-stream: gzip's EOFError was a traceback (a probe)
+        raise DataError(f"data file {str(path)!r} is damaged or cut short ({exc}; expected a whole gzip IDX "
+                        "file)") from None  # fmt: skip
     except OSError as exc:
         raise DataError(f"data file {str(path)!r} is not gzip ({exc}; expected a gzip IDX file)") from None
     header = np.frombuffer(raw[: 4 * (1 + ndim)], dtype=">u4") if len(raw) >= 4 * (1 + ndim) else None
@@ -157,6 +161,10 @@ def load_mnist(directory: Path = MNIST_DIR) -> Dataset:
     files = mnist_files(directory)
     images = {k: _read_idx(files[k], 2051, 3) for k in ("x_train", "x_test")}
     labels = {k: _read_idx(files[k], 2049, 1) for k in ("y_train", "y_test")}
+    for split in ("train", "test"):
+        _check_labelled_images(
+            files[f"x_{split}"], files[f"y_{split}"], images[f"x_{split}"], labels[f"y_{split}"], (28, 28)
+        )
     table = ((torch.from_numpy(PIXEL_LEVELS.astype(np.float32) / 255.0) - 0.1307) / 0.3081).numpy()
 
     def prep(x: np.ndarray) -> torch.Tensor:  # (x / 255 - 0.1307) / 0.3081 in float32, (n, 1, 28, 28)
@@ -206,9 +214,11 @@ def load_cifar10(data_dir: Path) -> Dataset:
         try:
             with open(path, "rb") as fh:
                 d = pickle.load(fh, encoding="bytes")
-            return np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(d[b"labels"])
-        except (pickle.UnpicklingError, KeyError, ValueError, EOFError) as exc:
+            x, y = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(d[b"labels"])
+        except (pickle.UnpicklingError, KeyError, ValueError, EOFError, TypeError) as exc:
             raise DataError(f"data file {str(path)!r} is not a CIFAR-10 python batch ({exc})") from None
+        _check_labelled_images(path, path, x, y, (3, 32, 32))
+        return x, y
 
     parts = [batch(f"data_batch_{i}") for i in range(1, 6)]
     x_train, y_train = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -227,6 +237,36 @@ def load_cifar10(data_dir: Path) -> Dataset:
         torch.from_numpy(y_test.astype(np.int64)),
         10,
     )
+
+
+CLASSES = 10
+"""MNIST's and CIFAR-10's classes, labelled 0 .. 9."""
+
+
+def _check_labelled_images(
+    images_path: Path, labels_path: Path, x: np.ndarray, y: np.ndarray, shape: tuple[int, ...]
+) -> None:
+    """DataError unless the images x have ``shape`` each and y holds one label in 0 .. 9 per image. A labels
+    file of another length trained in silence on what it held (or failed inside the evaluation with an
+    IndexError, after the run folder's earlier results were removed), a label of 200 failed mid-run inside
+    torch, images of 56 x 14 trained logreg (a probe)."""
+    where = repr(str(images_path)) + ("" if labels_path == images_path else f" and {str(labels_path)!r}")
+    if tuple(x.shape[1:]) != shape:
+        sizes = [" x ".join(map(str, s)) for s in (x.shape[1:], shape)]
+        raise DataError(f"data file {str(images_path)!r} holds images of {sizes[0]} (expected {sizes[1]})")
+    if y.ndim != 1 or len(y) != len(x):
+        raise DataError(
+            f"data files {where} hold {len(x):,} images and {y.size:,} labels (expected one label per image)"
+        )
+    if y.dtype.kind not in "biuf":
+        raise DataError(f"data file {str(labels_path)!r} holds labels of dtype {y.dtype} (expected 0 .. 9)")
+    outside = (y < 0) | (y >= CLASSES) | (y != np.floor(y))
+    if outside.any():
+        at = int(outside.argmax())
+        raise DataError(
+            f"data file {str(labels_path)!r} has the label {y[at].item()!r} at sample {at:,} (expected "
+            f"labels 0 .. {CLASSES - 1})"
+        )
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)

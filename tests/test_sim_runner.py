@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import pickle
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,6 +214,61 @@ def test_data_errors(tmp_path) -> None:
             fh.write(b"\x00\x00\x08\x01garbage")
     with pytest.raises(DataError, match=r"train-images-idx3-ubyte.gz' is not an IDX file with magic 2051"):
         load_dataset("mnist", tmp_path)
+
+
+def _idx(path: Path, magic: int, array: np.ndarray) -> None:
+    header = np.array([magic, *array.shape], dtype=">u4").tobytes()
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + array.astype(np.uint8).tobytes())
+
+
+def _mnist_files(folder: Path, labels: int = 20, shape: tuple = (28, 28), bad: int = 0) -> Path:
+    """Small MNIST IDX files in ``folder``: 20 training images of ``shape``, ``labels`` labels (sample 5's
+    label ``bad`` where given)."""
+    folder.mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    y = np.arange(labels) % 10
+    y[5] = bad or y[5]
+    _idx(folder / "train-images-idx3-ubyte.gz", 2051, rng.integers(0, 256, (20, *shape)))
+    _idx(folder / "train-labels-idx1-ubyte.gz", 2049, y)
+    _idx(folder / "t10k-images-idx3-ubyte.gz", 2051, rng.integers(0, 256, (10, 28, 28)))
+    _idx(folder / "t10k-labels-idx1-ubyte.gz", 2049, np.arange(10))
+    return folder
+
+
+def test_mnist_and_cifar_files_that_do_not_match_are_refused_before_the_run_folder(tmp_path, capsys) -> None:
+    """A probe: 10,000 train images beside 60,000 labels failed inside the evaluation with an IndexError after
+    the run folder's earlier results were removed; a label of 200 failed mid-run inside torch; 59,000 labels
+    or images of 56 x 14 trained in silence; a .gz cut mid-stream was gzip's EOFError traceback."""
+    from sim.data import load_cifar10, load_mnist
+
+    assert len(load_mnist(_mnist_files(tmp_path / "fine")).y_train) == 20
+    for folder, fragment in (
+        (_mnist_files(tmp_path / "a", labels=19), "hold 20 images and 19 labels (expected one label per"),
+        (_mnist_files(tmp_path / "b", bad=200), "has the label 200 at sample 5 (expected labels 0 .. 9)"),
+        (_mnist_files(tmp_path / "c", shape=(56, 14)), "holds images of 56 x 14 (expected 28 x 28)"),
+    ):
+        with pytest.raises(DataError, match=re.escape(fragment)):
+            load_mnist(folder)
+    cut = _mnist_files(tmp_path / "d")
+    whole = (cut / "train-images-idx3-ubyte.gz").read_bytes()
+    (cut / "train-images-idx3-ubyte.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte.gz' is damaged or cut short"):
+        load_mnist(cut)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "summary.json").write_text("{}")  # an earlier run's results, kept
+    argv = ["run", "--data-dir", str(tmp_path / "a"), "--model", "logreg", "--steps", "2", "--out", str(out)]
+    assert main(argv) == 2 and "19 labels" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    folder = tmp_path / "cifar" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
+        labels = [3, 12] if name == "data_batch_4" else [3, 4]
+        with open(folder / name, "wb") as fh:
+            pickle.dump({b"data": np.zeros((2, 3072), np.uint8), b"labels": labels}, fh)
+    with pytest.raises(DataError, match=r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"):
+        load_cifar10(tmp_path / "cifar")
 
 
 def test_torch_compressors_match_numpy_reference() -> None:
