@@ -261,14 +261,18 @@ def test_mnist_and_cifar_files_that_do_not_match_are_refused_before_the_run_fold
     argv = ["run", "--data-dir", str(tmp_path / "a"), "--model", "logreg", "--steps", "2", "--out", str(out)]
     assert main(argv) == 2 and "19 labels" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
-    folder = tmp_path / "cifar" / "cifar-10-batches-py"
-    folder.mkdir(parents=True)
-    for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
-        labels = [3, 12] if name == "data_batch_4" else [3, 4]
-        with open(folder / name, "wb") as fh:
-            pickle.dump({b"data": np.zeros((2, 3072), np.uint8), b"labels": labels}, fh)
-    with pytest.raises(DataError, match=r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"):
-        load_cifar10(tmp_path / "cifar")
+    for case, (labels, fragment) in enumerate(
+        (([3, 12], r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"),
+         ([3], r"data_batch_4' hold 2 images and 1 labels")),  # trained on misaligned labels (a probe)
+    ):  # fmt: skip
+        folder = tmp_path / f"cifar{case}" / "cifar-10-batches-py"
+        folder.mkdir(parents=True)
+        for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
+            with open(folder / name, "wb") as fh:
+                y = labels if name == "data_batch_4" else [3, 4]
+                pickle.dump({b"data": np.zeros((2, 3072), np.uint8), b"labels": y}, fh)
+        with pytest.raises(DataError, match=fragment):
+            load_cifar10(folder.parent)
 
 
 def test_torch_compressors_match_numpy_reference() -> None:
