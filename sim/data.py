@@ -250,13 +250,17 @@ def _check_labelled_images(
     file of another length trained in silence on what it held (or failed inside the evaluation with an
     IndexError, after the run folder's earlier results were removed), a label of 200 failed mid-run inside
     torch, images of 56 x 14 trained logreg (a probe)."""
-    where = repr(str(images_path)) + ("" if labels_path == images_path else f" and {str(labels_path)!r}")
+    where = (
+        f"data file {str(images_path)!r} holds"
+        if labels_path == images_path
+        else f"data files {str(images_path)!r} and {str(labels_path)!r} hold"
+    )
     if tuple(x.shape[1:]) != shape:
         sizes = [" x ".join(map(str, s)) for s in (x.shape[1:], shape)]
         raise DataError(f"data file {str(images_path)!r} holds images of {sizes[0]} (expected {sizes[1]})")
     if y.ndim != 1 or len(y) != len(x):
         raise DataError(
-            f"data files {where} hold {len(x):,} images and {y.size:,} labels (expected one label per image)"
+            f"{where} {len(x):,} images and {y.size:,} labels (expected one label per image)"
         )
     if y.dtype.kind not in "biuf":
         raise DataError(f"data file {str(labels_path)!r} holds labels of dtype {y.dtype} (expected 0 .. 9)")
