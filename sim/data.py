@@ -259,9 +259,7 @@ def _check_labelled_images(
         sizes = [" x ".join(map(str, s)) for s in (x.shape[1:], shape)]
         raise DataError(f"data file {str(images_path)!r} holds images of {sizes[0]} (expected {sizes[1]})")
     if y.ndim != 1 or len(y) != len(x):
-        raise DataError(
-            f"{where} {len(x):,} images and {y.size:,} labels (expected one label per image)"
-        )
+        raise DataError(f"{where} {len(x):,} images and {y.size:,} labels (expected one label per image)")
     if y.dtype.kind not in "biuf":
         raise DataError(f"data file {str(labels_path)!r} holds labels of dtype {y.dtype} (expected 0 .. 9)")
     outside = (y < 0) | (y >= CLASSES) | (y != np.floor(y))

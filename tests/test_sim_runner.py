@@ -263,7 +263,7 @@ def test_mnist_and_cifar_files_that_do_not_match_are_refused_before_the_run_fold
     assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
     for case, (labels, fragment) in enumerate(
         (([3, 12], r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"),
-         ([3], r"data file '\S+data_batch_4' holds 2 images and 1 labels")),  # trained on misaligned labels (a probe)
+         ([3], r"data file '\S+data_batch_4' holds 2 images and 1 labels")),  # (trained, misaligned)
     ):  # fmt: skip
         folder = tmp_path / f"cifar{case}" / "cifar-10-batches-py"
         folder.mkdir(parents=True)
