@@ -214,7 +214,10 @@ def load_cifar10(data_dir: Path) -> Dataset:
         try:
             with open(path, "rb") as fh:
                 d = pickle.load(fh, encoding="bytes")
-            x, y = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(d[b"labels"])
+            pixels, y = np.asarray(d[b"data"]), np.asarray(d[b"labels"])
+            if pixels.dtype != np.uint8:  # float pixels x 1000 were cast to uint8 in silence (a probe)
+                raise ValueError(f"its pixels have dtype {pixels.dtype}, expected uint8")
+            x = pixels.reshape(-1, 3, 32, 32)
         except (pickle.UnpicklingError, KeyError, ValueError, EOFError, TypeError) as exc:
             raise DataError(f"data file {str(path)!r} is not a CIFAR-10 python batch ({exc})") from None
         _check_labelled_images(path, path, x, y, (3, 32, 32))
