@@ -32,6 +32,18 @@ from sim.host import retain_freed_memory
 __all__ = ["main"]
 
 
+def _current_ids(ids: list[str] | None) -> list[str] | None:
+    """``ids`` with the ids of before 2026-11-28 (:data:`~paper_checks.registry.RENAMED`) replaced by
+    today's, each said once on stderr."""
+    from paper_checks.registry import RENAMED
+
+    if ids is None:
+        return None
+    for old in dict.fromkeys(i for i in ids if i in RENAMED):
+        print(f"dfl-check: note: {old} is now {RENAMED[old]} (the paper's figure number)", file=sys.stderr)
+    return [RENAMED.get(i, i) for i in ids]
+
+
 @cli_entry("dfl-check")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-check`` / ``python -m paper_checks``."""
@@ -54,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cifar-dir",
         metavar="DIR",
-        help="folder holding cifar-10-batches-py, for fig6-cifar (default: $DFLKIT_CIFAR10_DIR)",
+        help="folder holding cifar-10-batches-py, for fig7-cifar (default: $DFLKIT_CIFAR10_DIR)",
     )
     parser.add_argument("--device", default="cpu", help="torch device of the simulations (default cpu)")
     parser.add_argument(
@@ -80,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sample-every", type=int, metavar="K", help="--time-sweep: time every K-th run alone (default 6)"
     )
     args = parser.parse_args(argv)
+    args.only = _current_ids(args.only)
     quick = not args.full
     cores = available_cores()
     if not 1 <= args.jobs <= 4 * cores:  # 1,000,000 spawned a process per cell (200, 5 GB on 2 cores)

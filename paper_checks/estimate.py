@@ -23,7 +23,7 @@ beside the device it has one fewer, so at a small ``--jobs`` it is an underestim
 process instead of two: ``tightness`` about twice its time).
 
 The start-up of each run is left out. The estimate was compared with measured runs (README: on 2 CPU
-cores ``fig8-zeta --quick`` estimated 98 s, took 84 s; ``fig7-tau1 --full`` took 881 s, estimated 583 s
+cores ``fig9-zeta --quick`` estimated 98 s, took 84 s; ``fig8-tau1 --full`` took 881 s, estimated 583 s
 with 3 calibration calls and 14-16 minutes with CALIBRATION_REPEATS; on an H100 the runs took about
 twice the estimate before the fixed cost of a step was counted, and less than half of it after, when it
 still timed 10 nodes there: :data:`CALIBRATION_NODES_CUDA`); the tests check its arithmetic.
@@ -116,7 +116,7 @@ def step_overhead(config: RunConfig, node_step: float) -> float:
 
 CALIBRATION_REPEATS = 10  # timed calls of the stacked step (MNIST about 0.5 s, CIFAR-10 about 2 s). With 3,
 # on 2 cores (2026-11-27), estimates of the same MNIST runs said 2.9-4.4 ms per local node-step and the runs
-# took about 4.5 (fig7-tau1 --full estimated at 583 s, took 881 s): a short burst is not what a machine
+# took about 4.5 (fig8-tau1 --full estimated at 583 s, took 881 s): a short burst is not what a machine
 # sustains.
 
 

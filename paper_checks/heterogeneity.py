@@ -1,6 +1,7 @@
 """Checks for non-i.i.d. data on exact quadratics: the heterogeneity-aware drift term and repair.
 
-The paper's experiments split MNIST by label shards, but Assumption 1.4 (E g_i = grad F) holds only
+The paper's experiments train on non-i.i.d. MNIST (its split unstated; ours: label shards), but
+Assumption 1.4 (E g_i = grad F) holds only
 for i.i.d. data. These checks use node-specific quadratics f_i(w) = (1/2)(w - a_i)^T A_i (w - a_i)
 (different curvatures and minimisers), whose expectations the recursion of
 :func:`bounds.dfl.quadratic.exact_quadratic_non_iid_runs` gives exactly (the cells of one topology

@@ -2,7 +2,7 @@
 
 Each figure's check runs its own runs as one sweep (``experiments._sweep``). On a GPU a sweep step has a
 fixed cost whatever the number of runs stacked in it (kernel launches, the divergence check's read-back,
-bookkeeping: about 2.3 ms a step on an H100, 2026-11-27), so Figs. 6-9's 63 MNIST runs at the paper's
+bookkeeping: about 2.3 ms a step on an H100, 2026-11-27), so Figs. 7-10's 63 MNIST runs at the paper's
 settings as four sweeps pay it 17,625 times (7,125 + 3,000 + 4,500 + 3,000 steps) and as one sweep 7,125
 times, with larger gradient calls. :func:`presweep` runs the checks' ``planned`` runs (those not cached; a
 run two checks share once) as :func:`sim.sweep.run_sweep` of each :func:`sim.sweep.sweep_groups` group,
@@ -58,7 +58,8 @@ def presweep(checks: list[Check], context: CheckContext, say: Callable[[str], No
     tell = say or (lambda line: None)
     planned = planned_by_run(checks, context, tell)
     for group in sweep_groups([c for _, c in planned.values()]):
-        checks_in = sorted({planned[c.out][0] for c in group})
+        owners = {planned[c.out][0] for c in group}
+        checks_in = [chk.id for chk in checks if chk.id in owners]  # in the checks' order (fig10 after fig8)
         start = time.perf_counter()
         try:
             run_sweep(group)

@@ -120,7 +120,7 @@ def _figures(result: dict[str, Any], folder: Path) -> list[Path]:
             title = f"{result['ref']}: {group.replace('_', ' ')}" if group else result["ref"]
             x = 4 if group.endswith("same_local_steps") else 0
             made.append(save(check_curves(series, title, x=x), folder / name)[0])
-            if result["id"] == "fig9-cdfl":
+            if result["id"] == "fig10-cdfl":
                 made.append(
                     save(
                         check_curves(series, f"{result['ref']} (wall-clock)", x=3),

@@ -1,6 +1,6 @@
 """``dfl-check --time-sweep``: the figures' stacked sweep against the same runs one after another.
 
-The simulations of the selected checks (each check's ``planned`` runs: Figs. 6-9 at the chosen grid,
+The simulations of the selected checks (each check's ``planned`` runs: Figs. 7-10 at the chosen grid,
 every configuration and every seed not cached yet) run as the checks run them: one stacked sweep per
 data set (:func:`sim.sweep.run_sweep`), end to end (start-up, evaluation, logging, checkpoints), into the
 checks' own run folders, so the checks that follow read them from the cache.

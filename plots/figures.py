@@ -1,6 +1,6 @@
 """Figures: a run's curves, the paper-check figures and the optimiser's bound heatmap.
 
-Paper checks: Fig. 3, Figs. 6-9 curves, drift against its bound. Each function returns a
+Paper checks: Fig. 3, Figs. 7-10 curves, drift against its bound. Each function returns a
 matplotlib Figure; :func:`save` writes PNG + PDF.
 """
 

@@ -28,8 +28,8 @@ on the pixels):
 * ``compiled_step_N10_B32`` (the full bench): the stacked step under ``torch.compile`` and, on CUDA, as a
   replayed CUDA graph, against eager (:func:`compiled_step_benchmark`; ``step_compiled_over_eager``,
   ``step_cuda_graph_over_eager``);
-* ``stacked_forms``: the stacked local step at a sweep's size (on a GPU Figs. 6-9's MNIST sweep, 630 nodes,
-  and Fig. 6's CIFAR-10 sweep, 150 nodes) in each stacked form and, on CUDA, cuDNN's heuristics against its
+* ``stacked_forms``: the stacked local step at a sweep's size (on a GPU Figs. 7-10's MNIST sweep, 630 nodes,
+  and Fig. 7's CIFAR-10 sweep, 150 nodes) in each stacked form and, on CUDA, cuDNN's heuristics against its
   timed algorithms and TF32 against float32 (:func:`stacked_forms_benchmark`).
 
 The headline ratios are also top-level keys: ``step_over_big_batch``, ``step_over_reference_loop``,
@@ -105,8 +105,8 @@ def _sizes(quick: bool) -> _Sizes:
 
 
 FORM_NODES_CUDA = (630, 150)
-"""The stacks timed for the convolution forms on a GPU: Figs. 6-9's MNIST sweep (63 runs of 10 nodes) and
-Fig. 6's CIFAR-10 sweep (15 runs), every run in a local step."""
+"""The stacks timed for the convolution forms on a GPU: Figs. 7-10's MNIST sweep (63 runs of 10 nodes) and
+Fig. 7's CIFAR-10 sweep (15 runs), every run in a local step."""
 
 
 def resolve_device(device: str | torch.device) -> torch.device:

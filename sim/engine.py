@@ -29,7 +29,7 @@ SAMPLES_PER_CALL_CUDA = 8192  # node mini-batch samples per stacked gradient cal
 # the stacked CNNs (sim.models.BMM_DEVICES) keeps each layer's im2col matrix for the backward pass: 0.28 MB
 # per MNIST sample and 1.1 MB per CIFAR-10 sample saved (against 0.13 and 0.38 for the grouped convolutions;
 # measured on the CPU, 2026-11-27), about 0.5 and 1.5 MB at the peak of a call, so a call of 8,192 takes
-# about 4 and 12 GB, and Figs. 6-9's 630 MNIST nodes x 32 make three calls a step. Larger calls were no
+# about 4 and 12 GB, and Figs. 7-10's 630 MNIST nodes x 32 make three calls a step. Larger calls were no
 # faster (bench on an H100, grouped convolutions: N = 1000 x 32, 21,410 node-steps/s, N = 100, 23,984). A
 # 400-run probe sweep ran out of memory (2026-11-27) because every run held its own copy of the training
 # set on the GPU (75 GB); the runs share one now (Dataset.train_on)

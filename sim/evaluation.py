@@ -32,10 +32,10 @@ __all__ = [
 
 MODEL_SAMPLES_PER_PASS = 4096  # models x samples in one stacked forward pass (a quarter for gradients)
 MODEL_SAMPLES_PER_PASS_CUDA = 8192
-"""The same on a GPU, where every pass is dozens of kernel launches: when Figs. 6-9's 63 MNIST runs log
+"""The same on a GPU, where every pass is dozens of kernel launches: when Figs. 7-10's 63 MNIST runs log
 together (378 models on 2,000 samples each) 4,096 made 200 forward passes of 10 samples a model and 500
 gradient passes of 4. 16,384 made 4x fewer; with each run's sample tensors cut once per chunk
-(:func:`_chunks`) and one device sync per group, the evaluations of Figs. 6-9's MNIST sweep (its schedule at
+(:func:`_chunks`) and one device sync per group, the evaluations of Figs. 7-10's MNIST sweep (its schedule at
 1/50 of the steps, the logistic model, the GPU's code paths on the CPU, 2026-11-27) dispatch 148,000 torch
 operations and 717 syncs instead of 1,282,000 and 10,038. On an H100 they took 9.3 s of that sweep at 1/5 of
 its steps (30 s). 8,192, since the bmm form (:data:`sim.models.BMM_DEVICES`): its im2col matrices of a

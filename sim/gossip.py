@@ -438,7 +438,7 @@ def as_mixing(C: Mixing | torch.Tensor) -> Mixing:
 
 @dataclass
 class ExactGossip:
-    """X <- C X (Algorithm 1, line 8); every node sends its full float32 model (32 d bits) per step.
+    """X <- C X (Algorithm 1, line 6); every node sends its full float32 model (32 d bits) per step.
 
     ``C``: the mixing operator, or the matrix itself for a one-process run.
     """

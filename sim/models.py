@@ -1,4 +1,4 @@
-"""Models: the paper's two CNNs (Appendix C, Table I), logistic regression and least squares.
+"""Models: the paper's two CNNs (Appendix C, Table II), logistic regression and least squares.
 
 MNIST CNN: conv 1->16 (3x3, padding 1), ReLU, maxpool 2, conv 16->32 (3x3, padding 1), ReLU,
 maxpool 2, dense 32*7*7 -> 10. Padding 1 is what makes the table's 32x7x7 dense input.

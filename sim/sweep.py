@@ -14,7 +14,8 @@ number of steps. Each step:
 * X <- X - eta_r G on the rows of the runs that took a local step (after the mixing for D-SGD:
   C X - eta G(X), as eq. (glo-d-sgd)).
 
-Each run keeps its own random streams (sampler, compressor), step kinds (eq. (local_step_mask)) and
+Each run keeps its own random streams (sampler, compressor), step kinds (Algorithm 1;
+:func:`bounds.dfl.schedule.local_step_mask`) and
 learning rate, so a run's trajectory is the one it has alone, up to float rounding (the stacked
 products sum in another order; tested). Each run writes its own folder through its own
 :class:`~sim.loop.RunRecorder`, exactly as a single run; the logged metrics of all runs due at a step

@@ -2,7 +2,7 @@
 
 The registry enumerates the checks; a check without both entries here fails
 ``test_every_check_has_a_mutation_pair``. Expensive checks run on shrunken settings; the
-experiment checks (Figs. 6-9) judge fabricated per-seed losses (their simulations are tested in
+experiment checks (Figs. 7-10) judge fabricated per-seed losses (their simulations are tested in
 test_paper_checks.py), so here it is their verdict logic on the statement that is under test.
 """
 
@@ -51,7 +51,7 @@ def _shared_noise_repair(c: Any) -> float:
 
 SHARED_NOISE = Bound("repair with sigma^2 (common noise)", _shared_noise_repair, "local")
 NO_REPAIR = scaled(REPAIR, 0.5)  # below the worst exact ratio 0.667 of the repair
-FIG9_TRUE = {  # consistent with the fabricated losses of _fake_runs (same time axes for all)
+FIG10_TRUE = {  # consistent with the fabricated losses of _fake_runs (same time axes for all)
     "sparsification": ("DFL", "rand_k delta=0.89", "rand_k delta=0.67"),
     "gossip": ("DFL", "gossip delta=0.8", "gossip delta=0.6"),
     "wallclock": (("DFL", "rand_k delta=0.89"), ("gossip delta=0.8", "gossip delta=0.6")),
@@ -110,14 +110,14 @@ PAIRS: dict[str, tuple[Any, Any]] = {
     "prop1-logistic": (PROPOSITION_1, scaled(PROPOSITION_1, 0.1)),
     "repair-nonquadratic": (REPAIR, NO_REPAIR),
     "repair-correlated-noise": (SHARED_NOISE, scaled(SHARED_NOISE, 0.5)),
-    "fig6-tau2": ((15, 4, 1), (1, 4, 15)),
-    "fig6-cifar": ((15, 4, 1), (1, 4, 15)),
-    "fig7-tau1": (("sync", "tau1=1", "tau1=4", "tau1=10"), ("tau1=10", "tau1=4", "tau1=1", "sync")),
-    "fig8-zeta": (
+    "fig7-tau2": ((15, 4, 1), (1, 4, 15)),
+    "fig7-cifar": ((15, 4, 1), (1, 4, 15)),
+    "fig8-tau1": (("sync", "tau1=1", "tau1=4", "tau1=10"), ("tau1=10", "tau1=4", "tau1=1", "sync")),
+    "fig9-zeta": (
         ("zeta=0 (complete)", "zeta=0.85 (quasi-ring)", "zeta=0.87 (ring)", "zeta=0.98 (path)"),
         ("zeta=0.98 (path)", "zeta=0.87 (ring)", "zeta=0.85 (quasi-ring)", "zeta=0 (complete)"),
     ),
-    "fig9-cdfl": (FIG9_TRUE, experiments.FIG9_CLAIMS),  # the paper's wall-clock claims contradict the data
+    "fig10-cdfl": (FIG10_TRUE, experiments.FIG10_CLAIMS),  # the paper's wall-clock claims contradict the data
     "drift-non-iid": (  # the wrong one drops the heterogeneity part
         f.drift_term_repaired,
         lambda eta, L, s2, v2, t1, t2, z: f.drift_term_repaired(eta, L, s2, 0.0, t1, t2, z),
@@ -230,7 +230,7 @@ def _nan_everywhere(true: Any) -> Any:
 
 
 # statements that are orders or directions, with no number to make NaN
-NO_NUMBERS = {"fig3-variance", "remarks-1-2", "fig9-cdfl", "planner-validation", "planner-fixed-eta"}
+NO_NUMBERS = {"fig3-variance", "remarks-1-2", "fig10-cdfl", "planner-validation", "planner-fixed-eta"}
 NUMERIC = sorted(i for i, (true, _) in PAIRS.items() if not isinstance(true, tuple) and i not in NO_NUMBERS)
 
 
@@ -286,9 +286,9 @@ def test_the_default_statement_is_the_papers() -> None:
     assert np.isclose(CHECKS["lemma13-conditions"].statement(10.0), 160.0)
 
 
-@pytest.mark.parametrize("check_id", ["fig6-tau2", "fig6-cifar"])
+@pytest.mark.parametrize("check_id", ["fig7-tau2", "fig7-cifar"])
 def test_fig6_judges_test_accuracy_too(check_id: str, cheap, monkeypatch) -> None:
-    """Fig. 6 claims lower loss and higher test accuracy; the check judged the loss alone, so losses in the
+    """Fig. 7 claims lower loss and higher test accuracy; the check judged the loss alone, so losses in the
     claimed order with accuracy reversed 'held' (an audit)."""
     monkeypatch.setattr(
         experiments, "_runs", lambda configs, ctx: _fake_runs(configs, ctx, lambda loss: loss)
@@ -299,8 +299,8 @@ def test_fig6_judges_test_accuracy_too(check_id: str, cheap, monkeypatch) -> Non
 
 
 def test_a_ranking_of_runs_not_made_is_inconclusive(cheap) -> None:
-    """fig6-cifar runs tau2 = 15 and 1 in quick mode: a statement about (4, 15) has nothing to compare."""
-    assert CHECKS["fig6-cifar"](cheap, (4, 15)).status == "inconclusive"
+    """fig7-cifar runs tau2 = 15 and 1 in quick mode: a statement about (4, 15) has nothing to compare."""
+    assert CHECKS["fig7-cifar"](cheap, (4, 15)).status == "inconclusive"
 
 
 def test_tightness_without_certified_worst_cases_is_inconclusive(cheap, monkeypatch) -> None:

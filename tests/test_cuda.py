@@ -136,7 +136,7 @@ def test_the_non_iid_cnn_check_runs_on_cuda(tmp_path, monkeypatch) -> None:
 
 
 def test_dfl_check_on_cuda_sweeps_the_figures_first_and_overlaps_the_rest(tmp_path, monkeypatch) -> None:
-    """run_checks on the device as dfl-check --device cuda runs: Figs. 7 and 9 on tiny settings as one
+    """run_checks on the device as dfl-check --device cuda runs: Figs. 8 and 10 on tiny settings as one
     sweep first (paper_checks.presweep, one line said), zeta-values in the background process beside them
     (paper_checks.overlap); every verdict given, none 'could not run'."""
     import threading
@@ -149,14 +149,14 @@ def test_dfl_check_on_cuda_sweeps_the_figures_first_and_overlaps_the_rest(tmp_pa
     said: list[str] = []
     threads: dict[str, threading.Thread] = {}
     record = lambda i, n, r: threads.setdefault(r["id"], threading.current_thread())  # noqa: E731
-    ids = ["fig7-tau1", "fig9-cdfl", "zeta-values"]
+    ids = ["fig8-tau1", "fig10-cdfl", "zeta-values"]
     results = run_checks(ids, True, tmp_path, None, "cuda", record, workers=2, say=said.append)
     assert [r["status"] != "could not run" for r in results] == [True] * 3, [r["summary"] for r in results]
     (line,) = said
-    assert line.startswith("8 runs of fig7-tau1, fig9-cdfl as one sweep")
+    assert line.startswith("8 runs of fig8-tau1, fig10-cdfl as one sweep")
     assert (
         threads["zeta-values"] is not threading.main_thread()
-        and threads["fig7-tau1"] is threading.main_thread()
+        and threads["fig8-tau1"] is threading.main_thread()
     )
 
 

@@ -112,7 +112,7 @@ def test_a_check_that_cannot_be_estimated_is_untimed(tmp_path) -> None:
 
 
 def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -> None:
-    assert main(["--quick", "--estimate", "--only", "fig7-tau1", "zeta-values", "--out", str(tmp_path)]) == 0
+    assert main(["--quick", "--estimate", "--only", "fig8-tau1", "zeta-values", "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("dfl-check: 2 checks, estimated about ")
     assert "12 simulations" in err and "never timed here (zeta-values)" in err
@@ -121,12 +121,12 @@ def test_cli_estimate_prints_one_line_and_runs_nothing(tmp_path: Path, capsys) -
 
 def test_cli_estimate_json_prints_the_estimate(tmp_path: Path, capsys) -> None:
     """--estimate --json printed nothing on stdout; --only given twice ran the second list only."""
-    argv = ["--quick", "--estimate", "--json", "--only", "fig7-tau1", "--only", "zeta-values"]
+    argv = ["--quick", "--estimate", "--json", "--only", "fig8-tau1", "--only", "zeta-values"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     got = json.loads(out)
-    assert sorted(got["checks"]) == ["fig7-tau1", "zeta-values"] and got["untimed"] == ["zeta-values"]
-    assert got["simulations"] == 12 and got["wall_seconds"] == pytest.approx(got["per_check"]["fig7-tau1"])
+    assert sorted(got["checks"]) == ["fig8-tau1", "zeta-values"] and got["untimed"] == ["zeta-values"]
+    assert got["simulations"] == 12 and got["wall_seconds"] == pytest.approx(got["per_check"]["fig8-tau1"])
     assert got["line"] in err and list(got["calibrations"]) == ["mnist/cnn on cpu"]
 
 

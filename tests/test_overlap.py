@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_overlap_only_beside_a_device_with_work_of_both_kinds() -> None:
     gpu = CheckContext(device="cuda", workers=4)
-    both = [CHECKS["fig8-zeta"], CHECKS["zeta-values"]]
+    both = [CHECKS["fig9-zeta"], CHECKS["zeta-values"]]
     assert overlaps(both, gpu)
     assert not overlaps(both, CheckContext(device="cpu", workers=4))  # the runs take every core themselves
     assert not overlaps(both, CheckContext(device="cuda", workers=1))
@@ -114,7 +114,7 @@ if __name__ == "__main__":
     threading.Thread(target=stop_soon, daemon=True).start()
     try:
         with _interrupt_on_sigterm():
-            ids = ["fig8-zeta", "repair-nonquadratic"]
+            ids = ["fig9-zeta", "repair-nonquadratic"]
             run_checks(ids, True, Path(sys.argv[1]), None, "cuda:99", workers=3)
     except KeyboardInterrupt:
         print("interrupted", flush=True)

@@ -33,18 +33,18 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
 
     calls = []
     record = lambda i, n, r: calls.append((i, n, r["id"], threading.current_thread()))  # noqa: E731
-    chosen = [*(i for i in THEORY if not CHECKS[i].on_device), "fig8-zeta"]
+    chosen = [*(i for i in THEORY if not CHECKS[i].on_device), "fig9-zeta"]
     said: list[str] = []
     overlapped = run_checks(
         chosen, True, tmp_path, None, "cuda:99", progress=record, workers=2, say=said.append
     )
     (line,) = said  # the joint sweep of the simulations (paper_checks.presweep) came first, and failed
-    assert line.startswith("the sweep of 12 runs (fig8-zeta) failed: InputError: device = 'cuda:99'")
+    assert line.startswith("the sweep of 12 runs (fig9-zeta) failed: InputError: device = 'cuda:99'")
     assert [r["id"] for r in overlapped] == [i for i in CHECKS if i in chosen]  # registry order
     assert [(i, n) for i, n, _, _ in calls] == [(i, len(chosen)) for i in range(1, len(chosen) + 1)]
-    assert {r["id"] for r in overlapped if r["status"] == "could not run"} == {"fig8-zeta"}
+    assert {r["id"] for r in overlapped if r["status"] == "could not run"} == {"fig9-zeta"}
     main_thread = {check_id for _, _, check_id, thread in calls if thread is threading.main_thread()}
-    assert main_thread == {"fig8-zeta"}  # the others came from the background process
+    assert main_thread == {"fig9-zeta"}  # the others came from the background process
     assert main(["--quick", "--out", str(tmp_path), "--json", "--only", *THEORY]) == 0
     cached = {r["id"]: r["cached"] for r in json.loads((tmp_path / "report.json").read_text())}
     assert cached == {i: not CHECKS[i].on_device for i in THEORY}  # the planner's two ran now, on the CPU
@@ -73,33 +73,33 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
 def test_unknown_check_is_exit_2_naming_every_unknown_id_and_the_close_ones(tmp_path, capsys) -> None:
     """A run and --list named unknown ids in two ways (the run: only the first, then all 33 ids)."""
     for flags in ([], ["--list"]):
-        assert main(["--only", "fig99", "fig6", "zeta-values", "--out", str(tmp_path), *flags]) == 2
+        assert main(["--only", "fig99", "fig7", "zeta-values", "--out", str(tmp_path), *flags]) == 2
         err = capsys.readouterr().err.strip()
         assert err == (
-            "dfl-check: error: --only names unknown checks: fig99, fig6 "
-            "(expected ids dfl-check --list names; close: fig6-tau2, fig6-cifar)"
+            "dfl-check: error: --only names unknown checks: fig99, fig7 "
+            "(expected ids dfl-check --list names; close: fig7-tau2, fig7-cifar)"
         )
     assert main(["--only", "nosuch", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "unknown checks: nosuch (expected ids dfl-check --list names: " in err
-    assert all(f"{i}," in err or f"{i})" in err for i in ("fig6-tau2", "assumption2", "tightness")), err
+    assert all(f"{i}," in err or f"{i})" in err for i in ("fig7-tau2", "assumption2", "tightness")), err
 
 
 def test_experiment_checks_run_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch) -> None:
-    """The Fig. 7 machinery (runs, cache, verdict, figures) on 4 local steps per run: plumbing only."""
+    """The Fig. 8 machinery (runs, cache, verdict, figures) on 4 local steps per run: plumbing only."""
     monkeypatch.setattr(
         experiments,
         "_settings",
         lambda quick: {"eta": 0.05, "seeds": [0, 1], "local_steps": 4, "eval_samples": 30},
     )
-    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-tau1", "--json"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig8-tau1", "--json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
-    assert len(result["evidence"]["pairs"]) == 3 and (tmp_path / "figures" / "fig7-tau1.png").is_file()
+    assert len(result["evidence"]["pairs"]) == 3 and (tmp_path / "figures" / "fig8-tau1.png").is_file()
     assert len(list((tmp_path / "runs").iterdir())) == 8  # 4 configurations x 2 seeds
 
 
-@pytest.mark.parametrize("check_id", ["fig6-tau2", "fig8-zeta", "fig9-cdfl"])
+@pytest.mark.parametrize("check_id", ["fig7-tau2", "fig9-zeta", "fig10-cdfl"])
 def test_every_experiment_check_is_registered(check_id: str) -> None:
     assert check_id in CHECKS and CHECKS[check_id].ref.startswith("Fig.")
 
@@ -204,10 +204,10 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
     untrained = paired([-0.000394, -0.000396], family=1, scale=2.31)
     assert untrained["p"] < untrained["level"] and untrained["verdict"] == "inconclusive"
     assert paired([-0.0394, -0.0396], family=1, scale=2.31)["verdict"] == "violated"  # 1.7% of the loss
-    gain = paired([0.012, 0.011, 0.013], family=1)  # Fig. 9's relative gains: the floor is 1 point, scale 1
+    gain = paired([0.012, 0.011, 0.013], family=1)  # Fig. 10's relative gains: the floor is 1 point, scale 1
     assert gain["verdict"] == "holds" and paired([0.008, 0.007, 0.009], family=1)["verdict"] == "inconclusive"
     assert "1 percentage point of relative gain against wall-clock" in experiments._rule(
-        14, experiments.FIG9_FLOOR
+        14, experiments.FIG10_FLOOR
     )
     test = paired([0.3, 0.1, 0.2], family=2)  # t = 0.2 / (0.1 / sqrt 3) = 3.46 on 2 df: p = 0.074
     assert test["t"] == pytest.approx(3.4641, rel=1e-4) and test["p"] == pytest.approx(0.0742, abs=2e-4)
@@ -228,32 +228,32 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
 
 def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
-    assert main(["--quick", "--out", str(tmp_path), "--only", "fig6-cifar", "--json"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar", "--json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["status"] == "could not run" and "--cifar-dir" in result["summary"]
-    assert not list((tmp_path / "cache").glob("fig6-cifar*"))  # a failure is not cached
+    assert not list((tmp_path / "cache").glob("fig7-cifar*"))  # a failure is not cached
 
 
 def test_a_check_that_could_not_run_says_why_on_the_terminal(tmp_path, capsys, monkeypatch) -> None:
     """The table and the progress line give the reason (not only report.json)."""
     monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
-    assert main(["--quick", "--out", str(tmp_path), "--only", "fig6-cifar"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar"]) == 0
     captured = capsys.readouterr()
     table = captured.out.splitlines()
-    row = next(i for i, line in enumerate(table) if line.startswith("fig6-cifar"))
+    row = next(i for i, line in enumerate(table) if line.startswith("fig7-cifar"))
     assert "could not run" in table[row] and "--cifar-dir" in table[row + 1]
-    progress = [line for line in captured.err.splitlines() if "fig6-cifar: could not run" in line]
+    progress = [line for line in captured.err.splitlines() if "fig7-cifar: could not run" in line]
     assert progress and "--cifar-dir" in progress[0]
 
 
 def test_cifar_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch, cifar_dir) -> None:
-    """fig6-cifar with a tiny CIFAR-format folder, 4 local steps, one seed: plumbing only."""
+    """fig7-cifar with a tiny CIFAR-format folder, 4 local steps, one seed: plumbing only."""
     cifar = {"eta": 0.05, "local_steps": 4, "tau2s": [15, 1], "eval_samples": 20, "log_points": 2}
     cifar["same_total"] = True
     mnist = {"eta": 0.05, "seeds": [0], "local_steps": 4, "eval_samples": 20}
     monkeypatch.setattr(experiments, "_cifar", lambda quick: cifar)
     monkeypatch.setattr(experiments, "_settings", lambda quick: mnist)
-    args = ["--quick", "--out", str(tmp_path / "out"), "--only", "fig6-cifar", "--json"]
+    args = ["--quick", "--out", str(tmp_path / "out"), "--only", "fig7-cifar", "--json"]
     assert main([*args, "--cifar-dir", str(cifar_dir)]) == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
@@ -270,9 +270,9 @@ def test_device_reaches_the_simulations(tmp_path, capsys) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the refusal cannot be observed")
-    (result,) = run_checks(["fig8-zeta"], True, tmp_path, None, "cuda", workers=1)
+    (result,) = run_checks(["fig9-zeta"], True, tmp_path, None, "cuda", workers=1)
     assert result["status"] == "could not run" and "no CUDA device is available" in result["summary"]
-    assert main(["--out", str(tmp_path), "--only", "fig8-zeta", "--device", "cuda", "--json"]) == 2
+    assert main(["--out", str(tmp_path), "--only", "fig9-zeta", "--device", "cuda", "--json"]) == 2
     assert "device = 'cuda' but no CUDA device is available" in capsys.readouterr().err
 
 
@@ -331,9 +331,9 @@ def test_the_cifar_folder_from_the_environment_is_part_of_the_cache_key(tmp_path
     from paper_checks.report import select
 
     monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "a"))
-    (chk,), context_a = select(["fig6-cifar"], True, tmp_path)
+    (chk,), context_a = select(["fig7-cifar"], True, tmp_path)
     monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "b"))
-    _, context_b = select(["fig6-cifar"], True, tmp_path)
+    _, context_b = select(["fig7-cifar"], True, tmp_path)
     assert context_a.cifar_dir == str(tmp_path / "a")
     assert chk.fingerprint(context_a) != chk.fingerprint(context_b)
 
@@ -348,7 +348,7 @@ def test_a_partial_report_says_so_and_a_long_summary_stays_one_table_row(tmp_pat
     monkeypatch.setitem(REGISTERED, "zeta-values", broken)
     assert main(["--out", str(tmp_path), "--only", "zeta-values", "fig3-variance"]) == 0
     report = (tmp_path / "report.md").read_text()
-    assert f"**Partial report:** 2 of the {len(REGISTERED)} checks" in report and "fig6-tau2" in report
+    assert f"**Partial report:** 2 of the {len(REGISTERED)} checks" in report and "fig7-tau2" in report
     (row,) = [line for line in report.splitlines() if line.startswith("| zeta-values |")]
     assert row.endswith("ValueError: a / b second line |")
 
@@ -463,7 +463,7 @@ def test_a_cut_short_probe_file_is_computed_again(tmp_path) -> None:
 
 def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
     """A run folder whose metrics.csv stops before the last step (summary.json and config.json intact) was a
-    cache hit: fig8-zeta judged a loss at step 12 of 180 (a probe). A diverged run, stopped early by its own
+    cache hit: fig9-zeta judged a loss at step 12 of 180 (a probe). A diverged run, stopped early by its own
     summary's word, stays cached."""
     from sim.runner import RunConfig
 
@@ -481,6 +481,21 @@ def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
         assert experiments._cached(config, key) == cached, rows
     (tmp_path / "config.json").write_text(json.dumps({"run": 2, "out": str(tmp_path)}))  # other settings
     assert not experiments._cached(config, key)
+
+
+def test_the_figure_checks_carry_the_papers_figure_numbers_and_take_their_old_ids(capsys) -> None:
+    """dflkit numbered Section VI's figures one below the paper (a citation audit: the paper's Fig. 6 is the
+    topology drawing, figure* shares the counter): fig6-tau2 checked Fig. 7. The old ids are still taken."""
+    refs = {i: CHECKS[i].ref for i in ("fig7-tau2", "fig7-cifar", "fig8-tau1", "fig9-zeta", "fig10-cdfl")}
+    assert [r.split(",")[0].split("(")[0] for r in refs.values()] == ["Fig. 7", "Fig. 7", "Fig. 8", "Fig. 9",
+                                                                      "Fig. 10"]  # fmt: skip
+    assert main(["--list", "--only", "fig6-tau2", "fig9-cdfl", "fig6-tau2"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()] == ["fig7-tau2", "fig10-cdfl"]
+    assert err.splitlines() == [
+        "dfl-check: note: fig6-tau2 is now fig7-tau2 (the paper's figure number)",
+        "dfl-check: note: fig9-cdfl is now fig10-cdfl (the paper's figure number)",
+    ]
 
 
 def test_list_honours_json_and_only_and_stopping_flags_do_not_combine(capsys) -> None:

@@ -121,7 +121,7 @@ def test_dfl_check_rejects_zero_and_absurd_jobs(capsys) -> None:
 )
 def test_dfl_check_refuses_a_bad_device_or_sample_before_estimating(flags, message, capsys, tmp_path) -> None:
     """A bad --device used to give 'estimated about 0 s' and a 'could not run' per simulation, exit 0."""
-    assert main(["--only", "fig8-zeta", "--estimate", "--out", str(tmp_path), *flags]) == 2
+    assert main(["--only", "fig9-zeta", "--estimate", "--out", str(tmp_path), *flags]) == 2
     assert not (tmp_path / "cache").exists()
     assert message in capsys.readouterr().err
 

@@ -19,11 +19,11 @@ def test_only_beside_a_device() -> None:
 
 
 def test_the_checks_read_the_joint_sweeps_runs_and_give_the_same_verdicts(tmp_path, monkeypatch) -> None:
-    """Fig. 7's and Fig. 9's runs as one sweep (DFL at tau1 = tau2 = 4, which both plan, once), then the
+    """Fig. 8's and Fig. 10's runs as one sweep (DFL at tau1 = tau2 = 4, which both plan, once), then the
     checks simulate nothing (run and run_sweep raise if called) and judge as they do from their own sweeps,
     up to float rounding."""
     monkeypatch.setattr(experiments, "_settings", lambda quick: TINY)
-    figures = [CHECKS["fig7-tau1"], CHECKS["fig9-cdfl"]]
+    figures = [CHECKS["fig8-tau1"], CHECKS["fig10-cdfl"]]
     alone = CheckContext(runs=tmp_path / "alone")
     expected = {chk.id: chk(alone) for chk in figures}
     joint = CheckContext(runs=tmp_path / "joint")
@@ -33,7 +33,7 @@ def test_the_checks_read_the_joint_sweeps_runs_and_give_the_same_verdicts(tmp_pa
     lines: list[str] = []
     presweep(figures, joint, lines.append)
     (line,) = lines
-    assert line.startswith(f"{len(planned)} runs of fig7-tau1, fig9-cdfl as one sweep")
+    assert line.startswith(f"{len(planned)} runs of fig8-tau1, fig10-cdfl as one sweep")
     assert not planned_by_run(figures, joint)  # every run is in the cache now
 
     def no_simulation(*args: object, **kwargs: object) -> None:
@@ -51,10 +51,10 @@ def test_a_sweep_that_fails_is_told_and_left_to_the_checks(tmp_path, monkeypatch
     monkeypatch.setattr(experiments, "_settings", lambda quick: TINY)
     context = CheckContext(runs=tmp_path / "runs", device="cuda:99")
     lines: list[str] = []
-    presweep([CHECKS["fig8-zeta"], CHECKS["zeta-values"]], context, lines.append)  # zeta-values plans nothing
+    presweep([CHECKS["fig9-zeta"], CHECKS["zeta-values"]], context, lines.append)  # zeta-values plans nothing
     (line,) = lines
-    assert line.startswith("the sweep of 4 runs (fig8-zeta) failed: InputError: device = 'cuda:99'")
-    assert len(planned_by_run([CHECKS["fig8-zeta"]], context)) == 4  # nothing cached: the check runs them
+    assert line.startswith("the sweep of 4 runs (fig9-zeta) failed: InputError: device = 'cuda:99'")
+    assert len(planned_by_run([CHECKS["fig9-zeta"]], context)) == 4  # nothing cached: the check runs them
 
 
 def _assert_close(got: object, expected: object) -> None:

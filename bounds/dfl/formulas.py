@@ -194,7 +194,7 @@ def local_drift_bound_103(
 
     with A the constant of (101) (:func:`gossip_coefficient`) and
     S = sum over the local steps s of E||grad F(X_s)||_F^2 (the gradient of the global F at every
-    node's model, eq. after (40)), a measured quantity. The left side it bounds is
+    node's model, eq. (35) of Appendix A-A), a measured quantity. The left side it bounds is
     (L^2 / (T N)) sum_{t=1}^T E||X_t (I - J)||_F^2.
     """
     coefficient = variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)

@@ -1,1 +1,2 @@
-"""Graphs and their mixing matrices: topologies, weight rules, spectra (zeta, beta; Lemmas 4-6)."""
+"""Graphs and their mixing matrices: topologies, weight rules, spectra (zeta, beta; Assumption 1.6,
+Lemma 7)."""

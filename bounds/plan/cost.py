@@ -1,4 +1,5 @@
-"""The cost model of a run: seconds per local step and per gossip step (Section IV's time budget).
+"""The cost model of a run: seconds per local step and per gossip step (ours: the paper
+fixes a finite number of steps T under limited resources, Section III-B, but prices neither kind of step).
 
 One model for the planner (:func:`bounds.plan.optimize.optimize_dfl` fits K whole rounds of
 ``round_seconds(tau1, tau2)`` into the budget) and for the simulator's modelled clock
