@@ -161,7 +161,7 @@ PROOF_SUMS = {  # closed form / bound of each finite sum, as the paper prints it
 
 
 def _brute_sums(zeta: float, tau2: int, j: int) -> dict[str, float]:
-    """The sums before (79), (92) and (101), added term by term."""
+    """The sums at (79), (92) and (101), added term by term."""
     return {
         "geometric_79": sum(zeta ** (2 * tau2 * (j - r)) for r in range(j)),
         "geometric_92_full": sum(zeta ** (tau2 * m) for m in range(j + 1)),
@@ -174,9 +174,9 @@ def _brute_sums(zeta: float, tau2: int, j: int) -> dict[str, float]:
 
 @check(
     "proof-sums",
-    "Appendix A (before (79), (92), (101)); Lemma 13",
-    "The closed forms and bounds of the finite sums used in the proofs: the geometric sums before (79), "
-    "(92), (101) with their bounds (the two before (92) strict, '<'), and Lemma 13's "
+    "Appendix A (at (79), (92), (101)); Lemma 13",
+    "The closed forms and bounds of the finite sums used in the proofs: the geometric sums at (79), "
+    "(92), (101) with their bounds (the two at (92) strict, '<'), and Lemma 13's "
     "sum_{j=0}^{tau1-1} j^5 = (tau1-1)^2 tau1^2 (2 tau^2 - 2 tau1 - 1)/12 <= tau1^6 / 6.",
     "brute-force sums on a grid (zeta in {0, 0.3, 0.87, 0.99}, tau2 in {1, 3, 10}, j < 30); every closed "
     "form must match (relative 1e-9) and every bound must hold, strictly where the paper writes '<'; "
@@ -243,7 +243,7 @@ def proof_sums(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
             else ""
         )
         + (
-            "The strict '<' before (92) is an equality at zeta = 0 (harmless: the proof needs only '<='). "
+            "The strict '<' at (92) is an equality at zeta = 0 (harmless: the proof needs only '<='). "
             if any(k.endswith("bound") and k.startswith("geometric_92") for k in failures)
             else ""
         )
@@ -264,7 +264,7 @@ def proof_sums(ctx: CheckContext, claimed: dict[str, Any]) -> Outcome:
 def _not_strictly_below(
     claimed: dict[str, Any], name: str, zeta: float, tau2: int, j: int, ties: list
 ) -> bool:
-    """Whether a sum before (92) fails its strict '<', decided in exact rational arithmetic: in floats a
+    """Whether a sum at (92) fails its strict '<', decided in exact rational arithmetic: in floats a
     sum whose last terms are below rounding ties its bound (at zeta = 0.3 or 0.87 with large j) though the
     strict inequality is true. A claimed bound that cannot take fractions is compared in floats, a tie
     within rounding recorded in ``ties`` and not called a failure."""
@@ -283,7 +283,7 @@ def _not_strictly_below(
     return value >= bound_float
 
 
-_EXACT_92 = {  # the sums before (92), term by term in exact arithmetic
+_EXACT_92 = {  # the sums at (92), term by term in exact arithmetic
     "geometric_92_full": lambda z, tau2, j: sum(z ** (tau2 * m) for m in range(j + 1)),
     "geometric_92_tail": lambda z, tau2, j: sum(z ** (tau2 * (j - m)) for m in range(j)),
 }

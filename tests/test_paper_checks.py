@@ -399,7 +399,7 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
 
 
 def test_proof_sums_decides_the_strict_inequality_before_92_exactly() -> None:
-    """In floats the sum before (92) at zeta = 0.3, j = 29 equals its bound 1 / (1 - 0.3) to the last bit,
+    """In floats the sum at (92) at zeta = 0.3, j = 29 equals its bound 1 / (1 - 0.3) to the last bit,
     and the check called the paper's true strict '<' failed there (186 such cells, a probe); in exact
     arithmetic it holds, and fails only at zeta = 0, where the sum is 1 = the bound."""
     from paper_checks.theory import PROOF_SUMS, _not_strictly_below

@@ -72,7 +72,7 @@ def test_C_commutes_with_J_and_powers_converge_to_J(C: np.ndarray) -> None:
 @settings(max_examples=80, deadline=None)
 @given(zeta=st.floats(0.0, 0.999), tau2=st.integers(1, 10), j=st.integers(0, 40))
 def test_geometric_sums_before_79_and_92(zeta: float, tau2: int, j: int) -> None:
-    """The closed forms stated before (79) and (92) equal brute-force sums and obey their bounds."""
+    """The closed forms stated at (79) and (92) equal brute-force sums and obey their bounds."""
     s79 = sum(zeta ** (2 * tau2 * (j - r)) for r in range(j))
     assert np.isclose(ps.geometric_79(zeta, tau2, j), s79, rtol=1e-10, atol=1e-300)
     assert s79 <= ps.geometric_79_bound(zeta, tau2) * (1 + 1e-12)

@@ -1,7 +1,7 @@
 """Exact local drift of DFL under pure gradient noise, by matrix recursion.
 
-An exact, simulation-free value of the local-drift sum that Lemma 1 bounds, for the case
-where every gradient is pure noise (grad F = 0, E[g] = 0, E||g||^2 = sigma^2 per node, independent
+An exact, simulation-free value of the local-drift sum of Lemma 1 (bounded in Proposition 1's proof), for
+the case where every gradient is pure noise (grad F = 0, E[g] = 0, E||g||^2 = sigma^2 per node, independent
 across nodes and steps). Then, with M_t = E[(X_t (I - J))^T X_t (I - J)],
 
 * a local step X <- X - eta G adds eta^2 sigma^2 (I - J) to M;

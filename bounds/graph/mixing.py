@@ -1,8 +1,8 @@
 """Mixing (confusion) matrices C from graphs, and their validation.
 
-Assumption 1.6 of the paper: C is doubly stochastic and symmetric, C 1 = 1,
-C^T = C, with c_ji > 0 exactly when j and i are neighbours (or j = i). A gossip
-step is X <- X C (eq. (5)).
+Assumption 1.6 of the paper: C is doubly stochastic and symmetric, C 1 = 1, C^T = C, and
+max(|lambda_2|, |lambda_N|) < lambda_1 = 1; with c_ji > 0 exactly when j and i are neighbours (or j = i),
+as Section III-C-1 builds it. A gossip step is X <- X C (eq. (5) without the gradient step).
 
 Weight rules (``RULES``):
 
