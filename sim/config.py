@@ -182,7 +182,8 @@ class RunConfig:
             isinstance(self.world_size, int) and 1 <= self.world_size <= self.nodes
         ):
             raise InputError(
-                f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes)"
+                f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes = "
+                f"{self.nodes!r}: each process owns at least one node)"
             )
         if self.backend == "distributed" and not self.timeout >= 1:  # 0.001 s failed every start
             raise InputError(

@@ -118,7 +118,7 @@ def test_uneven_blocks(tiny, tmp_path) -> None:
 
 def test_world_size_is_validated(tiny, tmp_path) -> None:
     with pytest.raises(
-        InputError, match=r"world_size = 7 is out of range \(expected 1 <= world_size <= nodes\)"
+        InputError, match=r"world_size = 7 is out of range \(expected 1 <= world_size <= nodes = 6: each"
     ):
         run(base(tiny, tmp_path, backend="distributed", world_size=7))
 
