@@ -30,6 +30,7 @@ import ctypes
 import ctypes.util
 import datetime
 import json
+import logging
 import os
 import signal
 import socket
@@ -359,6 +360,9 @@ def _launch(config: RunConfig) -> None:
     finally:
         signal.signal(signal.SIGINT, ignored)
     forwarded = False
+    spawn_log = logging.getLogger("torch.multiprocessing.spawn")  # its warning "Terminating process N via
+    level = spawn_log.level  # signal SIGTERM" printed beside the error below, which says it once
+    spawn_log.setLevel(logging.ERROR)
     try:
         while not context.join(timeout=0.5):
             if interrupt_requested() and not forwarded:
@@ -380,6 +384,8 @@ def _launch(config: RunConfig) -> None:
         for process in context.processes:
             process.join()
         raise
+    finally:
+        spawn_log.setLevel(level)
 
 
 def _checkpoint_step(config: RunConfig) -> int | None:
