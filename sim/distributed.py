@@ -32,6 +32,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import signal
 import socket
 from typing import Any
@@ -289,9 +290,15 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
         dist.destroy_process_group()
 
 
+SOURCE_PREFIX = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")
+"""The C++ source place gloo puts before its messages (``[/__w/pytorch/.../unbound_buffer.cc:129] ``)."""
+
+
 def _first_line(exc: BaseException) -> str:
-    """The first line of torch's message (the rest is a C++ stack trace, useless to a user)."""
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    """The first line of torch's message (the rest is a C++ stack trace, useless to a user), without the
+    C++ source place in front of it."""
+    line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return SOURCE_PREFIX.sub("", line)
 
 
 def _communication_failed(exc: RuntimeError) -> bool:
@@ -374,7 +381,8 @@ def _launch(config: RunConfig) -> None:
         if interrupt_requested():
             raise RunInterrupted(_where_stopped(config)) from None
         lines = [line for line in str(exc).splitlines() if line.strip()]
-        why = lines[0] if len(lines) < 2 else f"{lines[0].rstrip(':')}: {lines[-1].strip()}"
+        last = SOURCE_PREFIX.sub("", lines[-1].strip())
+        why = lines[0] if len(lines) < 2 else f"{lines[0].strip(' -:')}: {last}"
         raise SimulationError(
             f"distributed run failed: {why} (the other processes were stopped; {_next_step(config)})"
         ) from None

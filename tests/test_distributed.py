@@ -300,7 +300,7 @@ def test_a_torchrun_rank_alone_or_a_dead_peer_is_one_line_not_a_cpp_trace(
 
     monkeypatch.setattr(distributed, "_worker", timed_out)
     with pytest.raises(
-        SimulationError, match=r"failed on rank 0 of 2: \[.*Timed out \(no checkpoint was"
+        SimulationError, match=r"failed on rank 0 of 2: Timed out \(no checkpoint was"
     ) as hung:
         run(base(tiny, tmp_path / "hung", backend="distributed", world_size=2, timeout=2))
     assert "frame #0" not in str(hung.value)
