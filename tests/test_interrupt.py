@@ -19,6 +19,16 @@ from sim.runner import run
 from sim.sweep import run_sweep
 
 
+@pytest.fixture(autouse=True)
+def _pythons_sigint_handler():
+    """Python's own SIGINT handler (KeyboardInterrupt) during each test: a shell's background job starts
+    Python with SIGINT ignored, and Python then installs none, so the test of a SIGINT outside the context
+    failed when the suite ran in the background."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _config(tiny: Path, out: Path, **kw) -> RunConfig:
     base = dict(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=30, log_every=5, eval_samples=40,
                 checkpoint_every=100, out=str(out))  # fmt: skip
