@@ -178,7 +178,15 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
 
     from sim.runner import run
+    from sim.setup import torchrun_rank_and_world
 
+    launched = torchrun_rank_and_world()
+    if config.backend == "local" and launched and launched[1] > 1:  # each rank ran it all, into one folder
+        raise InputError(
+            f"backend = 'local' in a process torchrun started (RANK = {launched[0]}, WORLD_SIZE = "
+            f"{launched[1]}): each of the {launched[1]} processes would run the whole experiment into the "
+            f"same --out (expected --backend distributed --world-size {launched[1]})"
+        )
     if config.backend == "distributed":  # the launcher (or a torchrun rank) asks its processes to stop after
         with checkpoint_on_interrupt():  # a step, all the same one, checkpointed (sim.distributed)
             return run(config)

@@ -29,12 +29,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import datetime
+import hashlib
 import json
 import logging
 import os
 import re
 import signal
 import socket
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -44,6 +46,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
+from bounds import InputError
 from bounds.graph.mixing import as_matrix
 from sim.algorithms import algorithm, step_kinds
 from sim.config import RunConfig
@@ -260,7 +263,7 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
         ) from None
     try:
         s: Setup = prepare(config, main=rank == 0, lock=parent is None)
-        dist.barrier()  # rank 0 has cleared (or checked) the run folder before anyone writes to it
+        _check_agreement(config, s, world)  # (also: rank 0 has cleared or checked the run folder by now)
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         mixing = HaloMixing(as_matrix(s.C), blocks, rank)
@@ -288,6 +291,53 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
             raise  # says it, sim.distributed.run_distributed)
     finally:
         dist.destroy_process_group()
+
+
+HOST_FIELDS = ("out", "data_dir", "dataset", "topology", "init_params", "threads", "timeout")
+"""The fields each rank of a torchrun may set for its own host: paths (an npz data set's, an edges: or matrix:
+topology's; what they hold is compared by digest), threads, patience. The rest must be the same on every
+rank (:func:`_check_agreement`)."""
+
+
+def _check_agreement(config: RunConfig, s: Setup, world: int) -> None:
+    """SimulationError on every rank unless all ranks run the same experiment: the same flags but
+    :data:`HOST_FIELDS`, the same data, mixing matrix and initial point and, on ``--resume``, the same
+    checkpoint. Ranks started with other flags (torchrun on two hosts, one command edited) trained the
+    nodes of each rank on its own settings, and rank 0 wrote its config.json as the run's, in silence.
+    A collective: every rank compares every rank's with rank 0's, so all stop, with the same message."""
+    mine: dict[str, Any] = {k: v for k, v in asdict(config).items() if k not in HOST_FIELDS}
+    mine["data digest"] = s.data_digest
+    mine["mixing matrix digest"] = s.mixing_digest
+    mine["initial point digest"] = _digest(s.x0.cpu().numpy().tobytes())
+    if config.resume:
+        path = os.path.join(config.out, "checkpoint.pt")
+        mine["checkpoint digest"] = _file_digest(path) or f"none: no file {path}"
+    every: list[dict[str, Any] | None] = [None] * world
+    dist.all_gather_object(every, mine)
+    first = every[0] or {}
+    for q, theirs in enumerate(every[1:], start=1):
+        theirs = theirs or {}
+        differs = next((k for k in first if theirs.get(k) != first[k]), None)
+        if differs is not None:
+            raise SimulationError(
+                f"rank {q} of {world} runs another experiment than rank 0: {differs} = "
+                f"{theirs.get(differs)!r} there, {first[differs]!r} on rank 0 (expected every rank started "
+                "with the same flags, data and, on --resume, checkpoint, in a folder the hosts share; only "
+                "the paths and threads and timeout may differ)"
+            )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _file_digest(path: str) -> str | None:
+    """The digest of the file at ``path``; None where it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()[:16]
+    except OSError:
+        return None
 
 
 SOURCE_PREFIX = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")
@@ -326,6 +376,7 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
     launched = torchrun_rank_and_world()
     if launched:  # launched by torchrun: one rank per process
         rank, world = launched
+        _check_torchrun(config, world)
         try:
             _worker(rank, config, world, "env://")
         except RuntimeError as exc:  # a peer died or hung: torch's text ends with a C++ stack trace
@@ -345,6 +396,24 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
         raise RunInterrupted(_where_stopped(config))
     with open(path) as fh:
         return json.load(fh)
+
+
+def _check_torchrun(config: RunConfig, world: int) -> None:
+    """InputError unless torchrun's WORLD_SIZE is the run's --world-size (a run of 4 under 2 processes ran
+    on 2 while its config.json said 4) and its rendezvous address is set (torch raised a ValueError
+    traceback)."""
+    if config.world_size != world:
+        raise InputError(
+            f"world_size = {config.world_size} but torchrun started WORLD_SIZE = {world} processes (expected "
+            f"--world-size {world}: nnodes x nproc-per-node)"
+        )
+    missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(name)]
+    if missing:
+        raise InputError(
+            f"RANK and WORLD_SIZE are set but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+            "not (expected a process started by torchrun, which sets the rendezvous address, or neither "
+            "RANK nor WORLD_SIZE set to start the processes here)"
+        )
 
 
 def _launch(config: RunConfig) -> None:

@@ -311,3 +311,120 @@ def test_a_torchrun_rank_alone_or_a_dead_peer_is_one_line_not_a_cpp_trace(
     monkeypatch.setattr(distributed, "_worker", defect)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         run(base(tiny, tmp_path / "bug", backend="distributed", world_size=2, timeout=2))
+
+
+def _torchrun_rank(rank: int, port: int, flags: list[str]):
+    """One rank of a 2-process run as torchrun starts it (RANK, WORLD_SIZE, MASTER_ADDR/PORT), by hand."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}  # fmt: skip
+    return subprocess.Popen([sys.executable, "-m", "sim", "run", *flags], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def _two_ranks(tiny, flags0: list[str], flags1: list[str]) -> list[tuple[int, str]]:
+    """Start ranks 0 and 1 with their own flags (after the common ones); each one's exit code and stderr."""
+    from sim.distributed import _free_port
+
+    common = ["--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "20",
+              "--log-every", "10", "--eval-samples", "60", "--batch-size", "8", "--partition", "iid",
+              "--eta", "0.1", "--tau1", "2", "--tau2", "3",  # base()'s
+              "--backend", "distributed", "--world-size", "2", "--timeout", "30"]  # fmt: skip
+    port = _free_port()
+    ranks = [_torchrun_rank(r, port, common + f) for r, f in enumerate((flags0, flags1))]
+    errors = [p.communicate(timeout=120)[1] for p in ranks]
+    return [(p.returncode, err) for p, err in zip(ranks, errors, strict=True)]
+
+
+def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_every_rank(tiny, tmp_path):
+    """Under torchrun each host types its own command: rank 1 with --seed 2 trained its nodes from another
+    x_0 and batches while config.json said seed 1, and a --resume on a host without the run folder's
+    checkpoint failed there only (rank 0 got gloo's 'Connection reset by peer'). Every rank now compares its
+    settings and inputs with rank 0's first and all stop with the same line; another --out holding the same
+    checkpoint (a folder shared under two names) resumes."""
+    out = str(tmp_path / "run")
+    results = _two_ranks(tiny, ["--seed", "1", "--out", out], ["--seed", "2", "--out", out])
+    for code, err in results:
+        assert code == 1, err[-2000:]
+        assert err.strip().splitlines()[-1] == (
+            "dfl-sim: error: rank 1 of 2 runs another experiment than rank 0: seed = 2 there, 1 on rank 0 "
+            "(expected every rank started with the same flags, data and, on --resume, checkpoint, in a "
+            "folder the hosts share; only the paths and threads and timeout may differ)"
+        )
+    assert not (tmp_path / "run" / "metrics.csv").exists()
+
+    run(base(tiny, tmp_path / "first", steps=10, log_every=10, eval_samples=60, checkpoint_every=10))
+    longer = ["--steps", "20", "--checkpoint-every", "10", "--resume"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = [*longer, "--out", str(tmp_path / "first")]
+    results = _two_ranks(tiny, first, [*longer, "--out", str(elsewhere)])
+    for code, err in results:
+        assert code == 1, err[-2000:]
+        assert f"checkpoint digest = 'none: no file {elsewhere}/checkpoint.pt' there" in err
+    import shutil
+
+    shutil.copytree(tmp_path / "first", tmp_path / "copy")
+    results = _two_ranks(tiny, first, [*longer, "--out", str(tmp_path / "copy")])
+    assert [code for code, _ in results] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
+    assert json.loads((tmp_path / "first" / "summary.json").read_text())["steps"] == 20
+
+
+def test_torchrun_variables_are_checked_before_any_process_group(tiny, tmp_path, monkeypatch) -> None:
+    """RANK = 'x' was a ValueError traceback, RANK set without MASTER_ADDR a traceback from torch's
+    rendezvous, and --world-size 4 under torchrun's 2 processes ran on 2 while config.json said 4."""
+    from sim.setup import torchrun_rank_and_world
+
+    config = base(tiny, tmp_path / "r", backend="distributed", world_size=2, timeout=2)
+    for rank, world, expected in [
+        ("x", "2", "environment variable RANK = 'x' is not an integer"),
+        ("0", "two", "environment variable WORLD_SIZE = 'two' is not an integer"),
+        ("2", "2", r"RANK = 2, WORLD_SIZE = 2 \(expected 0 <= RANK < WORLD_SIZE"),
+        ("-1", "2", r"RANK = -1, WORLD_SIZE = 2 \(expected 0 <= RANK < WORLD_SIZE"),
+    ]:
+        monkeypatch.setenv("RANK", rank)
+        monkeypatch.setenv("WORLD_SIZE", world)
+        with pytest.raises(InputError, match=expected):
+            torchrun_rank_and_world()
+        with pytest.raises(InputError, match=expected):
+            run(config)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    with pytest.raises(InputError, match=r"RANK and WORLD_SIZE are set but MASTER_ADDR is not \(expected"):
+        run(config)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    with pytest.raises(InputError, match=r"world_size = 3 but torchrun started WORLD_SIZE = 2 processes"):
+        run(base(tiny, tmp_path / "r", backend="distributed", world_size=3, timeout=2))
+    with pytest.raises(InputError, match=r"world_size = 1 but torchrun started WORLD_SIZE = 2 processes"):
+        run(base(tiny, tmp_path / "r", backend="distributed", world_size=1, timeout=2))
+    assert not (tmp_path / "r").exists()
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    assert torchrun_rank_and_world() is None
+
+
+def test_a_local_run_under_torchrun_is_refused_by_the_command(tiny, tmp_path, monkeypatch, capsys) -> None:
+    """Every rank ran the whole local experiment into the same --out (one after another, or refused by the
+    folder's lock); the command now names the flags it needs. The library's run() is left alone: a program
+    of its own may give each rank its own local run."""
+    from sim.cli import main
+
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    flags = ["run", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "10",
+             "--out", str(tmp_path / "loc")]  # fmt: skip
+    assert main(flags) == 2
+    assert capsys.readouterr().err == (
+        "dfl-sim: error: backend = 'local' in a process torchrun started (RANK = 1, WORLD_SIZE = 2): each of "
+        "the 2 processes would run the whole experiment into the same --out (expected --backend distributed "
+        "--world-size 2)\n"
+    )
+    assert not (tmp_path / "loc").exists()
+    summary = run(base(tiny, tmp_path / "lib", steps=10))
+    assert summary["steps"] == 10
