@@ -131,3 +131,17 @@ def test_a_large_sparse_periodic_c_is_refused_as_the_dense_one_is(n: int) -> Non
     walk = nx.to_scipy_sparse_array(make_graph("hypercube", 1024), format="csr") / 10  # 10 neighbours each
     with pytest.raises(InputError, match="eigenvalue -1"):  # said "disconnected (or C = I)"
         zeta(sp.csr_matrix(walk))
+
+
+@pytest.mark.parametrize("n", [400, 1600, 10_000])
+def test_lambda_2_of_a_large_periodic_c_is_its_own_not_nan(n: int) -> None:
+    """With allow_disconnected, spectral_summary gave lambda_2 = NaN for a 1,600-ring with a zero diagonal
+    (Lanczos on C - J did not converge in its 30 restarts), and 0.99997 (the next eigenvalue) for two
+    800-rings, whose lambda_2 is 1. Against the closed form cos(2 pi / n) of the ring and the block matrix's
+    eigenvalue 1 twice."""
+    summary = spectral_summary(_zero_diagonal_ring(n), allow_disconnected=True)
+    assert summary.lambda_2 == pytest.approx(np.cos(2 * np.pi / n), abs=1e-12)
+    assert (summary.lambda_N, summary.zeta) == (-1.0, 1.0)
+    if n == 1600:
+        two = sp.block_diag([_zero_diagonal_ring(800)] * 2, format="csr")
+        assert spectral_summary(two, allow_disconnected=True).lambda_2 == 1.0

@@ -230,13 +230,14 @@ def _periodic(M: sp.csr_matrix) -> bool:
 
 def _sparse_spectrum(M: sp.csr_matrix) -> tuple[float, float, float, str]:
     if _periodic(M):  # lambda_N = -1 exactly (see _periodic)
-        lam2 = _lanczos(_minus_J(M), "LA", maxiter=30)
-        return (
-            (float("nan") if lam2 is None else lam2),
-            -1.0,
-            1.0,
-            "bipartite graph, zero diagonal: lambda_N = -1",
-        )
+        if connected_components(M != 0, directed=False)[0] > 1:  # eigenvalue 1 twice: Lanczos gave the
+            lam2 = 1.0  # next one (0.99997 for two 800-rings)
+        else:
+            lam2 = _lanczos(_minus_J(M), "LA", maxiter=30)
+        if lam2 is None:  # (NaN for a 1,600-ring): lambda_2 from the lazy (C + I) / 2, whose spectrum
+            lazy = sp.csr_matrix((M + sp.identity(M.shape[0])) / 2)  # (lambda + 1) / 2 is >= 0, so its
+            lam2 = 2.0 * _sparse_zeta(lazy) - 1.0  # zeta is its lambda_2 (the folded solve converges)
+        return lam2, -1.0, 1.0, "bipartite graph, zero diagonal: lambda_N = -1"
     z = _sparse_zeta(M)
     # lambda_N only enters beta_mix; rings and paths crowd it (seconds at N = 10^4)
     lamN = _lanczos(sp.csr_matrix(M), "SA", None, ncv=128, tol=1e-9)
