@@ -414,9 +414,8 @@ def _save_failure(exc: OSError | RuntimeError) -> str:
     RuntimeError that names no cause ('unexpected pos 1600 vs 1494'): a full disk is then guessed; where its
     message names the system's error ('... failed with strerror: Permission denied') that is the cause (it was
     blamed on a full disk too, a probe)."""
-    if isinstance(exc, OSError):
-        why = exc.strerror or str(exc)
-        return f"{why}; no space left on the device?" if exc.errno == errno.ENOSPC else why
+    if isinstance(exc, OSError):  # its strerror is the cause (a full disk's: 'No space left on device')
+        return exc.strerror or str(exc)
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     named = re.search(r"strerror: (.+)$", first)
     return named.group(1).strip() if named else f"{first}; no space left on the device?"

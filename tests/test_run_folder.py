@@ -421,3 +421,18 @@ def test_a_folder_in_the_way_of_a_checkpoint_or_summary_is_named(tiny, tmp_path,
     assert sim_main(_argv(tiny, tmp_path / "b", "--steps", "12", "--checkpoint-every", "1000")) == 1
     err = capsys.readouterr().err
     assert err.strip().endswith(f"Is a directory: {tmp_path / 'b' / 'summary.json'}"), err
+
+
+def test_a_checkpoints_failure_cause_is_said_once() -> None:
+    """A full disk raised as an OSError read 'No space left on device; no space left on the device?'; torch's
+    RuntimeError naming no cause still gets the guess, one naming the system's error gets that error."""
+    import errno
+
+    from sim.loop import _save_failure
+
+    assert _save_failure(OSError(errno.ENOSPC, "No space left on device")) == "No space left on device"
+    assert _save_failure(OSError(errno.EACCES, "Permission denied")) == "Permission denied"
+    guessed = _save_failure(RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 1600"))
+    assert guessed.endswith("; no space left on the device?")
+    named = RuntimeError("File x.tmp cannot be opened ... failed with strerror: Read-only file system")
+    assert _save_failure(named) == "Read-only file system"
