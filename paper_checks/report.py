@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bounds import InputError
 from paper_checks.cache import pending, run_one
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps, run_overlapped
@@ -35,6 +36,8 @@ def select(
 
     set_precision(device, tf32=False)  # the checks' models outside runs (Hessians, probes) in float32 too
     cifar = cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")  # in the context, so in the cache key
+    if cifar:  # a mistyped folder ran every other check first (minutes), then fig7-cifar 'could not run'
+        _check_cifar_folder(cifar, "--cifar-dir" if cifar_dir else "$DFLKIT_CIFAR10_DIR")
     context = CheckContext(  # absolute paths: --out q and --out /abs/q share one cache
         quick=quick,
         runs=(out / "runs").resolve(),
@@ -43,6 +46,17 @@ def select(
         workers=workers,
     )
     return chosen, context
+
+
+def _check_cifar_folder(folder: str, given_by: str) -> None:
+    """InputError unless ``folder`` holds CIFAR-10's six python batches (in cifar-10-batches-py, or itself);
+    what they hold is checked when a check reads them (:func:`sim.data.load_cifar10`)."""
+    from sim.data import DataError, cifar10_files
+
+    try:
+        cifar10_files(Path(folder))
+    except DataError as exc:
+        raise InputError(f"{given_by} = {folder!r}: {exc}") from None
 
 
 def run_checks(

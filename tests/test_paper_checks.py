@@ -329,7 +329,12 @@ def test_the_cache_survives_a_bad_file_and_another_spelling_of_out(tmp_path, cap
 
 def test_the_cifar_folder_from_the_environment_is_part_of_the_cache_key(tmp_path, monkeypatch) -> None:
     from paper_checks.report import select
+    from sim.data import CIFAR10_BATCHES
 
+    for folder in ("a", "b"):  # the six batches must be there (what they hold is read by the check)
+        (tmp_path / folder).mkdir()
+        for name in CIFAR10_BATCHES:
+            (tmp_path / folder / name).touch()
     monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "a"))
     (chk,), context_a = select(["fig7-cifar"], True, tmp_path)
     monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path / "b"))
@@ -512,3 +517,24 @@ def test_list_honours_json_and_only_and_stopping_flags_do_not_combine(capsys) ->
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and fragment in err, err
+
+
+def test_a_cifar_folder_without_the_batches_is_refused_before_any_check_runs(tmp_path, monkeypatch, capsys):
+    """A mistyped --cifar-dir (or $DFLKIT_CIFAR10_DIR) ran every other check first, minutes of them, and
+    then reported fig7-cifar as 'could not run'; now the command stops at once, naming the flag or the
+    variable and the missing file."""
+    from paper_checks.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--out", "q", "--only", "zeta-values", "--cifar-dir", str(tmp_path / "nosuch")]) == 2
+    err, missing = capsys.readouterr().err, tmp_path / "nosuch" / "data_batch_1"
+    assert err == (
+        f"dfl-check: error: --cifar-dir = '{tmp_path / 'nosuch'}': data file '{missing}' does not exist "
+        "(expected the cifar-10-batches-py folder)\n"
+    )
+    monkeypatch.setenv("DFLKIT_CIFAR10_DIR", str(tmp_path))
+    assert main(["--out", "q", "--only", "zeta-values"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"dfl-check: error: $DFLKIT_CIFAR10_DIR = '{tmp_path}': data file"
+    )
+    assert not (tmp_path / "q" / "report.json").exists()
