@@ -33,7 +33,7 @@ from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
 from sim.host import automatic_threads, check_threads, retain_freed_memory
 from sim.interrupt import checkpoint_on_interrupt
-from sim.run_folder import lock_folders, refuse_other_kind, release_folders
+from sim.run_folder import check_path_length, lock_folders, refuse_other_kind, release_folders
 
 if TYPE_CHECKING:
     from sim.grid import GridPoint
@@ -253,6 +253,7 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_threads(base["threads"])
     if not base.get("threads"):
         base["threads"] = automatic_threads()
+    check_path_length(args.out, "out")  # ('File name too long' from refuse_other_kind, status 1: a review)
     refuse_other_kind(Path(args.out), "sweep")  # a run's or plan's folder (their runs could not resume)
     if args.resume and not (Path(args.out) / "sweep.json").is_file():  # (a sweep writes it before any run)
         raise InputError(

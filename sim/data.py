@@ -217,6 +217,9 @@ def load_cifar10(data_dir: Path) -> Dataset:
             pixels, y = np.asarray(d[b"data"]), np.asarray(d[b"labels"])
             if pixels.dtype != np.uint8:  # float pixels x 1000 were cast to uint8 in silence (a probe)
                 raise ValueError(f"its pixels have dtype {pixels.dtype}, expected uint8")
+            if pixels.ndim != 2 or pixels.shape[1] != 3 * 32 * 32:  # rows of 2,048 bytes whose total divided
+                shape = " x ".join(map(str, pixels.shape))  # by 3,072 loaded as images (a review)
+                raise ValueError(f"its data is {shape}, expected a row of 3,072 bytes per image")
             x = pixels.reshape(-1, 3, 32, 32)
         except (pickle.UnpicklingError, KeyError, ValueError, EOFError, TypeError) as exc:
             raise DataError(f"data file {str(path)!r} is not a CIFAR-10 python batch ({exc})") from None

@@ -409,6 +409,10 @@ class RunRecorder:
         self._last_save = time.perf_counter()
 
 
+FULL_DISK_WORDS = ("unexpected pos", "file write failed")
+"""What torch.save's RuntimeError says where its writes stopped short, as on a full disk, naming no cause."""
+
+
 def _save_failure(exc: OSError | RuntimeError) -> str:
     """Why a checkpoint could not be written, in a few words. torch.save reports a full disk as a
     RuntimeError that names no cause ('unexpected pos 1600 vs 1494'): a full disk is then guessed; where its
@@ -418,7 +422,10 @@ def _save_failure(exc: OSError | RuntimeError) -> str:
         return exc.strerror or str(exc)
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     named = re.search(r"strerror: (.+)$", first)
-    return named.group(1).strip() if named else f"{first}; no space left on the device?"
+    if named:
+        return named.group(1).strip()
+    full = any(words in first for words in FULL_DISK_WORDS)  # any other in its own words, not blamed on
+    return f"{first}; no space left on the device?" if full else first  # the disk ('Parent directory ...')
 
 
 def run_loop(

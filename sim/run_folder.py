@@ -25,12 +25,14 @@ __all__ = [
     "FOLDER_MARKERS",
     "LOCK_NAME",
     "check_metrics_file",
+    "check_path_length",
     "finished_run",
     "json_object",
     "lock_folders",
     "refuse_other_kind",
     "release_folders",
     "run_record",
+    "shown_path",
 ]
 
 COLUMNS = (
@@ -140,6 +142,31 @@ def json_object(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+PATH_MAX = 4096
+"""The longest path Linux takes in a system call, in bytes (with its closing NUL: 4095 usable)."""
+FILE_NAME_ROOM = 64
+"""Bytes a run folder's path leaves for the names of the files in it (checkpoint.pt and its temporary)."""
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` quoted, its middle cut where it is long (a message of 4,000 bytes of path reads as none)."""
+    text = str(path)
+    return repr(text) if len(text) <= 100 else f"{text[:60]!r}...{text[-30:]!r}"
+
+
+def check_path_length(folder: Path | str, name: str) -> None:
+    """InputError where ``folder``'s full path leaves no room within the system's PATH_MAX for the files a
+    run, sweep or plan writes in it (its lock file failed and the folders were made, a probe; a sweep's own
+    --out said 'File name too long' with status 1, a review). ``name``: the flag or field it came from."""
+    longest = PATH_MAX - FILE_NAME_ROOM
+    size = len(os.fsencode(os.path.abspath(folder)))
+    if size > longest:
+        raise InputError(
+            f"{name} = {shown_path(folder)} is not a usable folder path (its full path is {size:,} bytes; "
+            f"expected at most {longest:,}, room for the files within the system's limit)"
+        )
+
+
 def finished_run(folder: Path, steps: int) -> dict[str, Any] | None:
     """The summary.json of the whole run of ``steps`` steps in ``folder``, else None: a summary object that
     says ``steps`` (or that the run diverged), and a metrics.csv whose last row is that step (or the step it
@@ -151,9 +178,11 @@ def finished_run(folder: Path, steps: int) -> dict[str, Any] | None:
     if not summary or not (diverged or summary.get("steps") == steps):
         return None
     try:
-        last = (folder / "metrics.csv").read_text().rstrip("\n").rsplit("\n", 1)[-1]
-        logged = int(last.split(",", 1)[0])
-    except (OSError, ValueError):  # missing, cut inside a line, not a run's file
+        text = (folder / "metrics.csv").read_text()
+        logged = int(text.rstrip("\n").rsplit("\n", 1)[-1].split(",", 1)[0])
+    except (OSError, ValueError):  # missing, not a run's file
+        return None
+    if not text.endswith("\n"):  # cut inside its last row ('20,2,loc' was taken whole, a review)
         return None
     return summary if logged == summary.get("steps") else None
 

@@ -13,7 +13,6 @@ import math
 import os
 import sys
 import zipfile
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +39,15 @@ from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import available_memory
 from sim.models import LogReg, make_model
 from sim.partition import make_partition
-from sim.run_folder import check_metrics_file, lock_folders, refuse_other_kind, release_folders, run_record
+from sim.run_folder import (
+    check_metrics_file,
+    check_path_length,
+    lock_folders,
+    refuse_other_kind,
+    release_folders,
+    run_record,
+    shown_path,
+)
 from sim.trainer import Trainer
 
 __all__ = [
@@ -345,25 +352,16 @@ def check_outs(configs: Sequence[RunConfig], digests: Sequence[dict[str, str] | 
             check_metrics_file(Path(config.out) / "metrics.csv")
 
 
-PATH_MAX = 4096
-"""The longest path Linux takes in a system call, in bytes (with its closing NUL: 4095 usable)."""
-FILE_NAME_ROOM = 64
-"""Bytes a run folder's path leaves for the names of the files in it (checkpoint.pt and its temporary)."""
-
-
 def _creatable(out: Path) -> None:
-    """InputError, as :func:`bounds.cli_tools.writable_folder` words it, where ``out`` is a file or its
-    nearest existing folder is not writable: checked for every run of a sweep before any folder is made
-    (:func:`writable_folder` then creates each, and its probe file remains the last word)."""
-    longest = PATH_MAX - FILE_NAME_ROOM
-    if len(os.fsencode(os.path.abspath(out))) > longest:  # its lock file failed, the folders made (a probe)
-        raise InputError(f"out = {str(out)!r:.120} is not a usable folder path (its full path is "
-                         f"{len(os.fsencode(os.path.abspath(out))):,} bytes; expected at most {longest:,}, "
-                         "room for the run's files within the system's limit)")  # fmt: skip
+    """InputError, as :func:`bounds.cli_tools.writable_folder` words it, where ``out`` is a file, its path is
+    too long (:func:`check_path_length`) or its nearest existing folder is not writable: checked for every
+    run of a sweep before any folder is made (:func:`writable_folder` then creates each, and its probe file
+    remains the last word)."""
+    check_path_length(out, "out")
     try:
         near = nearest_existing(out)
     except OSError as exc:  # a name over 255 bytes: 'File name too long', exit 1 as if the run had failed
-        raise InputError(f"out = {str(out)!r:.120} is not a usable folder path ({exc.strerror}; expected "
+        raise InputError(f"out = {shown_path(out)} is not a usable folder path ({exc.strerror}; expected "
                          "names of at most 255 bytes)") from None  # fmt: skip
     if not near.is_dir() or not os.access(near, os.W_OK | os.X_OK):
         why = "a file is in the way" if near.exists() and not near.is_dir() else "permission denied"
@@ -378,8 +376,8 @@ def _damaged_entry(checkpoint: Path) -> str | None:
     try:
         with zipfile.ZipFile(checkpoint) as archive:
             return archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error):
-        return None
+    except Exception:  # a damaged index: BadZipFile, zlib.error, and NotImplementedError for an unknown
+        return None  # compression method, RuntimeError for an 'encrypted' flag (tracebacks, a review)
 
 
 def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str] | None = None) -> None:

@@ -497,6 +497,15 @@ def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypa
     err = _one_line_error(capsys, _base(tiny, deep))  # (its lock file failed with exit 1, 20 folders made)
     assert "is not a usable folder path (its full path is " in err and "expected at most 4,032" in err
     assert not (tmp_path / ("b" * 200)).exists()
+    grid = tmp_path / "deep.toml"  # a sweep's and a plan's own --out: 'File name too long', status 1
+    grid.write_text(f'[base]\ndataset = "npz:{tiny}"\nmodel = "logreg"\nsteps = 2\n[grid]\nseed = [0, 1]\n')
+    for argv in (["sweep", str(grid), "--threads", "1", "--out", str(deep)],
+                 ["plan", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--budget-seconds",
+                  "20", "--out", str(deep)]):  # fmt: skip
+        err = _one_line_error(capsys, argv)
+        assert "is not a usable folder path (its full path is " in err and "expected at most 4,032" in err
+        assert "..." in err and len(err) < 400  # the path's middle cut, not 4,000 bytes of it
+    assert not (tmp_path / ("b" * 200)).exists()
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "sweep.json").write_text("[]")

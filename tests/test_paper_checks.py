@@ -479,6 +479,7 @@ def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
     for rows, steps, diverged, cached in (("0,0,init,2.3\n180,30,gossip,0.6\n", 180, False, True),
                                           ("0,0,init,2.3\n12,2,local,1.1\n", 180, False, False),
                                           ("0,0,init,2.3\n12,2,lo", 180, False, False),
+                                          ("0,0,init,2.3\n180,30,gos", 180, False, False),  # (a review)
                                           ("0,0,init,2.3\n120,20,gossip,0.6\n", 120, False, False),
                                           ("0,0,init,2.3\n12,2,local,inf\n", 12, True, True)):  # fmt: skip
         (tmp_path / "metrics.csv").write_text(header + rows)

@@ -122,8 +122,16 @@ def test_resume_refuses_a_damaged_checkpoint_in_one_line(tiny, tmp_path, capsys)
     flipped = bytearray(whole)
     at = whole.index(b"data/0") + 200  # (the X tensor's bytes follow its entry's local header)
     flipped[at] ^= 0xFF
+    import struct
+
+    index = whole.index(b"PK\x01\x02")  # the central directory's first entry: zipfile raised
+    method, encrypted = bytearray(whole), bytearray(whole)  # NotImplementedError / RuntimeError (a review)
+    struct.pack_into("<H", method, index + 10, 99)  # an unknown compression method
+    encrypted[index + 8] |= 0x01  # the 'encrypted' flag
     for damaged, fragment in ((bytes(flipped), "is damaged (the bytes of its entry '"),
-                              (whole[: len(whole) // 2], "is not a readable checkpoint (")):  # fmt: skip
+                              (whole[: len(whole) // 2], "is not a readable checkpoint ("),
+                              (bytes(method), "is not a readable checkpoint ("),
+                              (bytes(encrypted), "is not a readable checkpoint (")):  # fmt: skip
         (out / "checkpoint.pt").write_bytes(damaged)
         assert sim_main(_argv(tiny, out, "--steps", "12", "--resume")) == 2
         err = capsys.readouterr().err
@@ -436,3 +444,5 @@ def test_a_checkpoints_failure_cause_is_said_once() -> None:
     assert guessed.endswith("; no space left on the device?")
     named = RuntimeError("File x.tmp cannot be opened ... failed with strerror: Read-only file system")
     assert _save_failure(named) == "Read-only file system"
+    gone = RuntimeError("Parent directory /tmp/x does not exist.")  # blamed on a full disk (a review)
+    assert _save_failure(gone) == "Parent directory /tmp/x does not exist."

@@ -262,16 +262,24 @@ def test_mnist_and_cifar_files_that_do_not_match_are_refused_before_the_run_fold
     assert main(argv) == 2 and "19 labels" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
     for case, (labels, fragment) in enumerate(
-        (([3, 12], r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"),
-         ([3], r"data file '\S+data_batch_4' holds 2 images and 1 labels"),  # (trained, misaligned)
-         (np.float64, r"data_batch_4' is not a CIFAR-10 python batch \(its pixels have dtype float64")),
-    ):  # fmt: skip
+        (
+            ([3, 12], r"data_batch_4' has the label 12 at sample 1 \(expected labels 0"),
+            ([3], r"data file '\S+data_batch_4' holds 2 images and 1 labels"),  # (trained, misaligned)
+            (np.float64, r"data_batch_4' is not a CIFAR-10 python batch \(its pixels have dtype float64"),
+            (
+                (3, 2048),
+                r"data_batch_4' is not a CIFAR-10 python batch \(its data is 3 x 2048, expected a row",
+            ),
+        ),
+    ):  # fmt: skip  (rows of 2,048 bytes, 2 images' worth in all, loaded in silence: a review)
         folder = tmp_path / f"cifar{case}" / "cifar-10-batches-py"
         folder.mkdir(parents=True)
         for name in (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"):
             with open(folder / name, "wb") as fh:
                 bad = name == "data_batch_4"
-                pixels = np.zeros((2, 3072), labels if bad and not isinstance(labels, list) else np.uint8)
+                shape = labels if bad and isinstance(labels, tuple) else (2, 3072)
+                dtype = labels if bad and isinstance(labels, type) else np.uint8
+                pixels = np.zeros(shape, dtype)
                 y = labels if bad and isinstance(labels, list) else [3, 4]
                 pickle.dump({b"data": pixels, b"labels": y}, fh)
         with pytest.raises(DataError, match=fragment):
