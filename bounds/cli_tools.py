@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from bounds._checks import InputError
 
 __all__ = [
-    "OneLineParser", "bar_interval", "cli_entry", "key_value_table", "nearest_existing", "rows_table",
-    "writable_folder",
+    "OneLineParser", "bar_interval", "cli_entry", "entry", "key_value_table", "nearest_existing",
+    "rows_table", "writable_folder",
 ]  # fmt: skip
 
 # what float() reads as a negative number: -1, -.5, -1e-3, -inf, -nan (argparse's own pattern has no
@@ -54,6 +55,19 @@ def cli_entry(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
         return wrapped
 
     return decorate
+
+
+def entry(module: str, prog: str, argv: Sequence[str] | None = None) -> int:
+    """Run the ``main`` of the CLI ``module`` (each package's ``__main__.main``, the console scripts' entry
+    point): the module, whose imports take up to 0.8 s (pandas, matplotlib, scipy), is imported inside the
+    same one line for Ctrl-C as :func:`cli_entry` gives its ``main`` (a KeyboardInterrupt traceback during
+    them before, a review)."""
+    try:
+        command = importlib.import_module(module).main
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
+    return command(argv)
 
 
 class OneLineParser(argparse.ArgumentParser):

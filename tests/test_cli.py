@@ -405,7 +405,7 @@ def test_ctrl_c_anywhere_in_a_cli_is_one_line_and_status_130(tmp_path, capsys, m
     """Ctrl-C during dfl-check's start-up or while dfl-plot drew printed a KeyboardInterrupt traceback from
     torch or matplotlib (a probe); dfl-sim said 'dfl-sim: interrupted' at the same moments."""
     import paper_checks.report
-    import plots.__main__ as plot_cli
+    import plots.cli as plot_cli
     from paper_checks.cli import main as check_main
 
     def stop(*args: object, **kwargs: object) -> None:
@@ -556,3 +556,30 @@ def test_tables_print_in_full_a_value_six_digits_would_show_as_minus_1_0_1_or_2(
     assert [text(v) for v in (1.0, 0.0, -1.0, 10341812.3, 0.8726779962, 3)] == [
         "1", "0", "-1", "1.03418e+07", "0.872678", "3"
     ]  # fmt: skip
+
+
+def test_ctrl_c_while_a_cli_loads_is_one_line_too(monkeypatch, capsys) -> None:
+    """The console scripts' modules imported their command at once (dfl-plot pandas and matplotlib, 0.8 s;
+    dfl-bounds scipy, 0.65 s), so a Ctrl-C then was a KeyboardInterrupt traceback (a review). Each
+    ``__main__`` now imports nothing of its command: bounds.cli_tools.entry loads it inside the one line."""
+    import subprocess
+    import sys
+
+    import bounds.cli_tools
+
+    for package, command in (("bounds", "bounds.cli"), ("sim", "sim.cli"), ("plots", "plots.cli"),
+                             ("paper_checks", "paper_checks.cli")):  # fmt: skip
+        probe = (f"import sys, {package}.__main__; "
+                 f"print(sorted(m for m in ('{command}', 'pandas', 'matplotlib', 'scipy', 'torch', 'sympy') "
+                 "if m in sys.modules))")  # fmt: skip
+        loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert loaded.stdout.strip() == "[]", (package, loaded.stdout, loaded.stderr)
+
+    def interrupted(name: str) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bounds.cli_tools.importlib, "import_module", interrupted)
+    from plots.__main__ import main as plot_main
+
+    assert plot_main(["x"]) == 130
+    assert capsys.readouterr().err == "dfl-plot: interrupted\n"

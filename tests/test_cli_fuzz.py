@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bounds import InputError
 from bounds.cli import main as bounds_main
-from plots.__main__ import main as plot_main
+from plots.cli import main as plot_main
 from sim.cli import _config, _parser
 
 VALUES = st.sampled_from(

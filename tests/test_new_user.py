@@ -324,8 +324,8 @@ def test_first_checkpoint_by_time(tiny, tmp_path, monkeypatch) -> None:
 
 
 def test_dfl_plot_refuses_unusable_folders_and_keeps_every_curve(capsys, tiny, tmp_path) -> None:
-    from plots.__main__ import labels
-    from plots.__main__ import main as plot_main
+    from plots.cli import labels
+    from plots.cli import main as plot_main
 
     empty, headers, wrong = tmp_path / "empty", tmp_path / "headers", tmp_path / "wrong"
     for folder in (empty, headers, wrong):

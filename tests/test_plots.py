@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bounds import CostModel, InputError, optimize_dfl
-from plots.__main__ import main
+from plots.cli import main
 from plots.figures import bound_heatmap, check_curves, drift_vs_bound, fig3_variance, pareto_mask, save
 
 
@@ -179,7 +179,7 @@ def test_run_curves_draw_every_finite_value_and_name_a_diverged_run() -> None:
 
 
 def test_dfl_plot_says_what_a_folder_is_and_labels_each_run(tmp_path, capsys) -> None:
-    from plots.__main__ import labels
+    from plots.cli import labels
 
     runs = []
     for i, eta in enumerate((0.001234567, 0.002)):
@@ -261,7 +261,7 @@ def test_bound_heatmap_places_cells_by_value_and_takes_the_smallest_of_a_cell() 
 def test_dfl_plot_leaves_out_a_row_cut_off_and_refuses_a_cell_that_is_no_number(tmp_path, capsys) -> None:
     """A run killed mid-row leaves a last line without its newline: its cut number (3.5e-09 cut to 3.5e-0)
     used to be drawn; it is left out with a note. A cell that is no number used to become NaN in silence."""
-    from plots.__main__ import read_metrics
+    from plots.cli import read_metrics
 
     run = tmp_path / "run"
     run.mkdir()
