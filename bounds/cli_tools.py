@@ -12,6 +12,7 @@ import functools
 import importlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from bounds._checks import InputError
 
 __all__ = [
     "OneLineParser", "bar_interval", "cli_entry", "entry", "key_value_table", "nearest_existing",
-    "rows_table", "writable_folder",
+    "rows_table", "stopped_by", "writable_folder",
 ]  # fmt: skip
 
 # what float() reads as a negative number: -1, -.5, -1e-3, -inf, -nan (argparse's own pattern has no
@@ -59,15 +60,49 @@ def cli_entry(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
 
 def entry(module: str, prog: str, argv: Sequence[str] | None = None) -> int:
     """Run the ``main`` of the CLI ``module`` (each package's ``__main__.main``, the console scripts' entry
-    point): the module, whose imports take up to 0.8 s (pandas, matplotlib, scipy), is imported inside the
+    point). The module, whose imports take up to 0.8 s (pandas, matplotlib, scipy), is imported inside the
     same one line for Ctrl-C as :func:`cli_entry` gives its ``main`` (a KeyboardInterrupt traceback during
-    them before, a review)."""
+    them before, a review). A command stopped by Ctrl-C (status 130, its one line said) then ends by SIGINT,
+    as a Ctrl-C'd process should (:func:`_end_by_sigint`): a shell loop of commands stops there (it went on
+    to the next one, taking status 130 as handled). One stopped by SIGTERM exits 130 (:func:`stopped_by`)."""
+    global _stop_signal
+    _stop_signal = None
     try:
         command = importlib.import_module(module).main
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return INTERRUPTED_STATUS
-    return command(argv)
+        code = INTERRUPTED_STATUS
+    else:
+        code = command(argv)
+    if code == INTERRUPTED_STATUS and (_stop_signal or signal.SIGINT) == signal.SIGINT:
+        _end_by_sigint()
+    return code
+
+
+_stop_signal: int | None = None
+"""The signal that first asked the running command to stop, where a handler said (:func:`stopped_by`)."""
+
+
+def stopped_by(signum: int) -> None:
+    """Note that signal ``signum`` asked the command to stop (the handlers that turn SIGTERM into a stop say
+    so: :mod:`sim.interrupt`, dfl-check's). A command that returns status 130 with none noted was stopped by
+    a KeyboardInterrupt, which Python raises for SIGINT only."""
+    global _stop_signal
+    if _stop_signal is None:
+        _stop_signal = signum
+
+
+def _end_by_sigint() -> NoReturn:
+    """Raise KeyboardInterrupt out of the console script with its traceback silenced (the command said its
+    line): Python then finalises (stdout flushed, atexit run) and ends the process by SIGINT (since 3.8)."""
+    previous = sys.excepthook
+
+    def quiet(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            previous(kind, value, tb)
+
+    sys.excepthook = quiet
+    raise KeyboardInterrupt
 
 
 class OneLineParser(argparse.ArgumentParser):

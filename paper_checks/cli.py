@@ -24,7 +24,7 @@ from types import FrameType
 from tqdm import tqdm
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, stopped_by, writable_folder
 from paper_checks.parallel import available_cores
 from sim.config import check_device
 from sim.host import retain_freed_memory
@@ -263,6 +263,7 @@ def _interrupt_on_sigterm() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        stopped_by(signum)  # (so that the command exits 130, not by SIGINT: bounds.cli_tools.entry)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from bounds.cli_tools import stopped_by
+
 __all__ = ["checkpoint_on_interrupt", "interrupt_requested"]
 
 _requested = False
@@ -59,6 +61,7 @@ def checkpoint_on_interrupt(
         if _requested:
             raise KeyboardInterrupt
         _requested = True
+        stopped_by(signum)  # (the CLI then ends by SIGINT, or exits 130 after a SIGTERM)
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         print(f"\n{program}: {name}: stopping after this step to write a checkpoint (again to stop at once)",
               file=sys.stderr, flush=True)  # fmt: skip

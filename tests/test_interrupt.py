@@ -196,3 +196,49 @@ def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkey
         listing[0]["grid"] == {"steps": 4} and listing[0]["steps"] == 4 and "final_train_loss" in listing[0]
     )
     assert listing[1] == {"grid": {"steps": 40}}
+
+
+def test_a_ctrl_c_command_ends_by_sigint_so_that_a_shell_loop_stops(tiny, tmp_path, monkeypatch, capsys):
+    """A command stopped by Ctrl-C exited 130 after its checkpoint, which a shell takes as 'handled': a loop
+    of runs went on to the next run (a review). It now says its line and ends by SIGINT (a shell's 130 too),
+    and a loop stops; stopped by SIGTERM it still exits 130. In process, the console script's main raises
+    KeyboardInterrupt (its traceback silenced), main of the command module still returns 130."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import types
+
+    import bounds.cli_tools as cli_tools
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = (f"{sys.executable} -m sim run --dataset npz:{tiny} --model logreg --nodes 6 --steps 1000000 "
+           f"--log-every 10 --threads 1 --out {tmp_path}/r$i")  # fmt: skip
+    loop = subprocess.Popen(
+        ["bash", "-c", f'for i in 1 2; do {run}; echo "after $i: $?"; done'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": root},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (not ignored, as in a terminal)
+    )  # fmt: skip
+    metrics, deadline = tmp_path / "r1" / "metrics.csv", time.time() + 120
+    while time.time() < deadline and (not metrics.is_file() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    os.killpg(loop.pid, signal.SIGINT)  # a terminal's Ctrl-C: the foreground group
+    out, err = loop.communicate(timeout=120)
+    assert "dfl-sim: interrupted at step" in err, err[-2000:]
+    assert out == "" and not (tmp_path / "r2").exists()  # the loop stopped: no 'after 1', no second run
+    assert loop.returncode == -signal.SIGINT
+
+    module = types.ModuleType("stopped_command")
+    module.main = lambda argv: 130  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "stopped_command", module)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # (restored after the test)
+    with pytest.raises(KeyboardInterrupt):
+        cli_tools.entry("stopped_command", "prog")
+    capsys.readouterr()
+    sys.excepthook(KeyboardInterrupt, KeyboardInterrupt(), None)  # silenced: the command said its line
+    sys.excepthook(ValueError, ValueError("other"), None)  # any other exception: as before
+    err = capsys.readouterr().err
+    assert "ValueError: other" in err and "KeyboardInterrupt" not in err
+    module.main = lambda argv: cli_tools.stopped_by(signal.SIGTERM) or 130  # type: ignore[attr-defined]
+    assert cli_tools.entry("stopped_command", "prog") == 130
