@@ -87,7 +87,8 @@ _HELP = {
     "world_size": "processes of --backend distributed (default 1)",
     "timeout": "seconds a distributed process waits for the others (default 60)",
     "threads": "torch threads (default 0: the free cores, those this process may use less those busy "
-    "now; OMP_NUM_THREADS wins)",
+    "now; OMP_NUM_THREADS wins); with --backend distributed, of each process (default: the cores / "
+    "--world-size)",
 }
 
 

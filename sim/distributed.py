@@ -59,7 +59,7 @@ from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare, torchrun_rank_and_world
 from sim.trainer import Trainer
 
-__all__ = ["HaloMixing", "run_distributed"]
+__all__ = ["HaloMixing", "process_threads", "run_distributed"]
 
 
 def _blocks(nodes: int, world: int) -> list[np.ndarray]:
@@ -234,8 +234,9 @@ def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | N
     holds the run folder's lock); None under torchrun, where rank 0 takes the lock itself."""
     if parent is not None:
         _die_with_parent(parent)
-    if "OMP_NUM_THREADS" not in os.environ:  # P processes share the cores instead of oversubscribing them
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    threads = process_threads(config, world)
+    if threads:
+        torch.set_num_threads(threads)
     # every rank stops after the same step, checkpointed; a spawned worker takes only SIGINT (its launcher
     # forwards a stop as SIGINT and kills with SIGTERM), a torchrun rank both
     taken = (signal.SIGINT,) if parent is not None else (signal.SIGINT, signal.SIGTERM)
@@ -243,6 +244,18 @@ def _worker(rank: int, config: RunConfig, world: int, init: str, parent: int | N
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # launcher forwarded late must not kill a worker
     with checkpoint_on_interrupt(worker=True, signals=taken):
         _run_rank(rank, config, world, init, parent)
+
+
+def process_threads(config: RunConfig, world: int) -> int | None:
+    """The torch threads of each of a distributed run's ``world`` processes: ``--threads`` where given (it was
+    ignored in silence: each process took cores / P), else the cores / P, so that the processes share the
+    cores instead of oversubscribing them; None (torch's own choice) where OMP_NUM_THREADS is set, as
+    torchrun sets it, and no --threads."""
+    if config.threads:
+        return config.threads
+    if "OMP_NUM_THREADS" in os.environ:
+        return None
+    return max(1, (os.cpu_count() or 1) // world)
 
 
 def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int | None) -> None:

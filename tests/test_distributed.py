@@ -429,3 +429,20 @@ def test_a_local_run_under_torchrun_is_refused_by_the_command(tiny, tmp_path, mo
     assert not (tmp_path / "loc").exists()
     summary = run(base(tiny, tmp_path / "lib", steps=10))
     assert summary["steps"] == 10
+
+
+def test_threads_are_each_processes_and_given_ones_are_taken(tiny, tmp_path, monkeypatch) -> None:
+    """--threads 1 with --backend distributed was ignored in silence (each process took the cores / P)."""
+    import os
+
+    from sim.distributed import process_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    config = base(tiny, tmp_path, backend="distributed", world_size=2)
+    assert process_threads(config, 2) == max(1, (os.cpu_count() or 1) // 2)
+    config.threads = 1
+    assert process_threads(config, 2) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # torchrun's: torch's choice, unless --threads says
+    assert process_threads(config, 2) == 1
+    config.threads = 0
+    assert process_threads(config, 2) is None
