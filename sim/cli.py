@@ -179,15 +179,9 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
 
     from sim.runner import run
-    from sim.setup import torchrun_rank_and_world
 
-    launched = torchrun_rank_and_world()
-    if config.backend == "local" and launched and launched[1] > 1:  # each rank ran it all, into one folder
-        raise InputError(
-            f"backend = 'local' in a process torchrun started (RANK = {launched[0]}, WORLD_SIZE = "
-            f"{launched[1]}): each of the {launched[1]} processes would run the whole experiment into the "
-            f"same --out (expected --backend distributed --world-size {launched[1]})"
-        )
+    if config.backend == "local":
+        _refuse_copies_under_torchrun("run with backend = 'local'")
     if config.backend == "distributed":  # the launcher (or a torchrun rank) asks its processes to stop after
         with checkpoint_on_interrupt():  # a step, all the same one, checkpointed (sim.distributed)
             return run(config)
@@ -197,10 +191,28 @@ def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
         return run(config, _Progress(tty=sys.stderr.isatty() and not args.json))
 
 
+def _refuse_copies_under_torchrun(what: str) -> None:
+    """InputError in a process torchrun started among others (RANK, WORLD_SIZE > 1), for ``what`` is not a
+    distributed run: each of the processes ran the whole of it into the same --out (one after another, or
+    refused by the folder's lock)."""
+    from sim.setup import torchrun_rank_and_world
+
+    launched = torchrun_rank_and_world()
+    if launched and launched[1] > 1:
+        rank, world = launched
+        raise InputError(
+            f"a {what} in a process torchrun started (RANK = {rank}, WORLD_SIZE = {world}): each of the "
+            f"{world} processes would run the whole of it into the same --out (expected one process; only "
+            f"dfl-sim run --backend distributed --world-size {world} shares its work among them)"
+        )
+
+
 def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     from sim.plan import PlanSettings, plan
+
+    _refuse_copies_under_torchrun("plan")
 
     # mu: the C-DFL plan's own --mu (a DFL plan's settings refuse it as that, not as lr_schedule's)
     given = config_file_values(args.config) if args.config else {}
@@ -245,6 +257,7 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     from sim.grid import finished_summary, grid_points, load_grid, refuse_idle_fields, refuse_overwrite
 
+    _refuse_copies_under_torchrun("sweep")
     if not str(args.out).strip():  # grid_points would put the runs under the current folder
         raise InputError(f"--out = {args.out!r} is empty (expected the sweep's folder)")
     base, grid = load_grid(args.grid)

@@ -410,7 +410,7 @@ def test_torchrun_variables_are_checked_before_any_process_group(tiny, tmp_path,
     assert torchrun_rank_and_world() is None
 
 
-def test_a_local_run_under_torchrun_is_refused_by_the_command(tiny, tmp_path, monkeypatch, capsys) -> None:
+def test_a_local_run_sweep_or_plan_under_torchrun_is_refused(tiny, tmp_path, monkeypatch, capsys) -> None:
     """Every rank ran the whole local experiment into the same --out (one after another, or refused by the
     folder's lock); the command now names the flags it needs. The library's run() is left alone: a program
     of its own may give each rank its own local run."""
@@ -422,11 +422,19 @@ def test_a_local_run_under_torchrun_is_refused_by_the_command(tiny, tmp_path, mo
              "--out", str(tmp_path / "loc")]  # fmt: skip
     assert main(flags) == 2
     assert capsys.readouterr().err == (
-        "dfl-sim: error: backend = 'local' in a process torchrun started (RANK = 1, WORLD_SIZE = 2): each of "
-        "the 2 processes would run the whole experiment into the same --out (expected --backend distributed "
-        "--world-size 2)\n"
+        "dfl-sim: error: a run with backend = 'local' in a process torchrun started (RANK = 1, WORLD_SIZE = "
+        "2): each of the 2 processes would run the whole of it into the same --out (expected one process; "
+        "only dfl-sim run --backend distributed --world-size 2 shares its work among them)\n"
     )
     assert not (tmp_path / "loc").exists()
+    grid = tmp_path / "grid.toml"  # a sweep and a plan alike
+    grid.write_text(f'[base]\ndataset = "npz:{tiny}"\nmodel = "logreg"\nsteps = 2\n[grid]\nseed = [0, 1]\n')
+    for argv, what in ((["sweep", str(grid), "--out", str(tmp_path / "s")], "a sweep"),
+                       (["plan", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6",
+                         "--budget-seconds", "20", "--out", str(tmp_path / "p")], "a plan")):  # fmt: skip
+        assert main(argv) == 2
+        assert capsys.readouterr().err.startswith(f"dfl-sim: error: {what} in a process torchrun started")
+    assert not (tmp_path / "s").exists() and not (tmp_path / "p").exists()
     summary = run(base(tiny, tmp_path / "lib", steps=10))
     assert summary["steps"] == 10
 
