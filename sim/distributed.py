@@ -37,7 +37,7 @@ import re
 import signal
 import socket
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -275,8 +275,11 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
             "--world-size and rendezvous address; a larger --timeout where ranks start far apart)"
         ) from None
     try:
-        s: Setup = prepare(config, main=rank == 0, lock=parent is None)
-        _check_agreement(config, s, world)  # (also: rank 0 has cleared or checked the run folder by now)
+        try:
+            prepared: Setup | InputError = prepare(config, main=rank == 0, lock=parent is None)
+        except InputError as exc:  # said on every rank (the others waited for this one until --timeout)
+            prepared = exc
+        s = _check_agreement(config, prepared, world)  # (rank 0 has cleared or checked the run folder by now)
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         mixing = HaloMixing(as_matrix(s.C), blocks, rank)
@@ -312,24 +315,32 @@ topology's; what they hold is compared by digest), threads, patience. The rest m
 rank (:func:`_check_agreement`)."""
 
 
-def _check_agreement(config: RunConfig, s: Setup, world: int) -> None:
-    """SimulationError on every rank unless all ranks run the same experiment: the same flags but
+def _check_agreement(config: RunConfig, s: Setup | InputError, world: int) -> Setup:
+    """The rank's Setup once every rank has one and all run the same experiment: the same flags but
     :data:`HOST_FIELDS`, the same data, mixing matrix and initial point and, on ``--resume``, the same
     checkpoint. Ranks started with other flags (torchrun on two hosts, one command edited) trained the
-    nodes of each rank on its own settings, and rank 0 wrote its config.json as the run's, in silence.
-    A collective: every rank compares every rank's with rank 0's, so all stop, with the same message."""
-    mine: dict[str, Any] = {k: v for k, v in asdict(config).items() if k not in HOST_FIELDS}
-    mine["data digest"] = s.data_digest
-    mine["mixing matrix digest"] = s.mixing_digest
-    mine["initial point digest"] = _digest(s.x0.cpu().numpy().tobytes())
-    if config.resume:
+    nodes of each rank on its own settings, and rank 0 wrote its config.json as the run's, in silence:
+    SimulationError. A rank whose inputs were refused (``s``: its InputError; a data set missing on one
+    host) made the others wait for it until --timeout and then fail with gloo's 'Connection reset by
+    peer': InputError naming that rank and its error. A collective: every rank compares every rank's with
+    rank 0's, so all stop, with the same message."""
+    if isinstance(s, InputError):
+        mine: dict[str, Any] = {"error": str(s)}
+    else:
+        mine = {k: v for k, v in asdict(config).items() if k not in HOST_FIELDS}
+        mine["data digest"] = s.data_digest
+        mine["mixing matrix digest"] = s.mixing_digest
+        mine["initial point digest"] = _digest(s.x0.cpu().numpy().tobytes())
+    if config.resume and not isinstance(s, InputError):
         path = os.path.join(config.out, "checkpoint.pt")
         mine["checkpoint digest"] = _file_digest(path) or f"none: no file {path}"
-    every: list[dict[str, Any] | None] = [None] * world
+    every: list[dict[str, Any]] = [{} for _ in range(world)]
     dist.all_gather_object(every, mine)
-    first = every[0] or {}
+    failed = next((q for q, theirs in enumerate(every) if "error" in theirs), None)
+    if failed is not None:
+        raise InputError(f"rank {failed} of {world}: {every[failed]['error']}")
+    first = every[0]
     for q, theirs in enumerate(every[1:], start=1):
-        theirs = theirs or {}
         differs = next((k for k in first if theirs.get(k) != first[k]), None)
         if differs is not None:
             raise SimulationError(
@@ -338,6 +349,7 @@ def _check_agreement(config: RunConfig, s: Setup, world: int) -> None:
                 "with the same flags, data and, on --resume, checkpoint, in a folder the hosts share; only "
                 "the paths and threads and timeout may differ)"
             )
+    return cast(Setup, s)  # (an InputError here was gathered and raised above)
 
 
 def _digest(data: bytes) -> str:

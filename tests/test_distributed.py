@@ -357,6 +357,11 @@ def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_eve
             "folder the hosts share; only the paths and threads and timeout may differ)"
         )
     assert not (tmp_path / "run" / "metrics.csv").exists()
+    missing = tmp_path / "elsewhere.npz"  # a data set one host lacks: rank 0 waited, then 'Connection reset'
+    results = _two_ranks(tiny, ["--out", out], ["--out", out, "--dataset", f"npz:{missing}"])
+    for code, err in results:
+        assert code == 2, err[-2000:]
+        assert err.strip().splitlines()[-1].startswith(f"dfl-sim: error: rank 1 of 2: data file '{missing}'")
 
     run(base(tiny, tmp_path / "first", steps=10, log_every=10, eval_samples=60, checkpoint_every=10))
     longer = ["--steps", "20", "--checkpoint-every", "10", "--resume"]
