@@ -369,11 +369,15 @@ SOURCE_PREFIX = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")
 """The C++ source place gloo puts before its messages (``[/__w/pytorch/.../unbound_buffer.cc:129] ``)."""
 
 
+GLOO_SIGN_OFF = re.compile(r"\s*GLHF!.*$")
+"""What gloo ends a closed connection's message with ('... before reporting an error. GLHF! 🏖️')."""
+
+
 def _first_line(exc: BaseException) -> str:
     """The first line of torch's message (the rest is a C++ stack trace, useless to a user), without the
-    C++ source place in front of it."""
+    C++ source place in front of it or gloo's sign-off after it."""
     line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    return SOURCE_PREFIX.sub("", line)
+    return GLOO_SIGN_OFF.sub("", SOURCE_PREFIX.sub("", line))
 
 
 def _communication_failed(exc: RuntimeError) -> bool:

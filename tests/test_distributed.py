@@ -299,6 +299,11 @@ def test_a_torchrun_rank_alone_or_a_dead_peer_is_one_line_not_a_cpp_trace(
     def timed_out(*args) -> None:
         raise RuntimeError("[/x/third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out\nframe #0: c10::")
 
+    closed = RuntimeError(  # gloo's closed connection, with its sign-off (left out of the line)
+        "Read error [127.0.0.1]:40833: Connection reset by peer. Check the logs of the remote worker before "
+        "reporting an error. GLHF! \U0001f3d6\ufe0f"
+    )
+    assert distributed._first_line(closed).endswith("the remote worker before reporting an error.")
     monkeypatch.setattr(distributed, "_worker", timed_out)
     with pytest.raises(
         SimulationError, match=r"failed on rank 0 of 2: Timed out \(no checkpoint was"
