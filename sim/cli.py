@@ -197,7 +197,10 @@ def _refuse_copies_under_torchrun(what: str) -> None:
     refused by the folder's lock)."""
     from sim.setup import torchrun_rank_and_world
 
-    launched = torchrun_rank_and_world()
+    try:
+        launched = torchrun_rank_and_world()
+    except InputError:  # malformed: not torchrun's, and nothing this command reads (a review)
+        return
     if launched and launched[1] > 1:
         rank, world = launched
         raise InputError(

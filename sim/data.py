@@ -86,6 +86,16 @@ class Dataset:
             h.update(np.ascontiguousarray(self.node).tobytes())
         return h.hexdigest()[:16]
 
+    @functools.cached_property
+    def full_digest(self) -> str:
+        """:attr:`digest` and a CRC-32 of every input value, which :attr:`digest` samples: what the ranks of a
+        distributed run compare (two hosts' copies that differ off the sample trained in silence, a review).
+        About 0.1 s for MNIST's inputs, once per data set."""
+        crc = 0
+        for x in (self.x_train, self.x_test):
+            crc = zlib.crc32(x.contiguous().numpy(), crc)
+        return f"{self.digest}-{crc:08x}"
+
     def train_on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
         """(x_train, y_train) on ``device``, copied there once per data set and device: a sweep's runs, their
         engine and the estimates share one copy. (Each run of a sweep used to copy the training set to the

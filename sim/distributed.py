@@ -275,11 +275,12 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
             "--world-size and rendezvous address; a larger --timeout where ranks start far apart)"
         ) from None
     try:
+        _check_same_flags(config, world)  # before rank 0 clears (or checks) the run folder
         try:
             prepared: Setup | InputError = prepare(config, main=rank == 0, lock=parent is None)
         except InputError as exc:  # said on every rank (the others waited for this one until --timeout)
             prepared = exc
-        s = _check_agreement(config, prepared, world)  # (rank 0 has cleared or checked the run folder by now)
+        s = _check_same_inputs(config, prepared, world)
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         mixing = HaloMixing(as_matrix(s.C), blocks, rank)
@@ -309,31 +310,43 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
         dist.destroy_process_group()
 
 
-HOST_FIELDS = ("out", "data_dir", "dataset", "topology", "init_params", "threads", "timeout")
+HOST_FIELDS = ("out", "data_dir", "dataset", "topology", "init_params", "threads", "timeout", "allow_change")
 """The fields each rank of a torchrun may set for its own host: paths (an npz data set's, an edges: or matrix:
-topology's; what they hold is compared by digest), threads, patience. The rest must be the same on every
-rank (:func:`_check_agreement`)."""
+topology's; what they hold is compared by digest), threads, patience, and allow_change (read by rank 0
+only). The rest must be the same on every rank (:func:`_check_same_flags`)."""
 
 
-def _check_agreement(config: RunConfig, s: Setup | InputError, world: int) -> Setup:
-    """The rank's Setup once every rank has one and all run the same experiment: the same flags but
-    :data:`HOST_FIELDS`, the same data, mixing matrix and initial point and, on ``--resume``, the same
-    checkpoint. Ranks started with other flags (torchrun on two hosts, one command edited) trained the
-    nodes of each rank on its own settings, and rank 0 wrote its config.json as the run's, in silence:
-    SimulationError. A rank whose inputs were refused (``s``: its InputError; a data set missing on one
-    host) made the others wait for it until --timeout and then fail with gloo's 'Connection reset by
-    peer': InputError naming that rank and its error. A collective: every rank compares every rank's with
-    rank 0's, so all stop, with the same message."""
+def _check_same_flags(config: RunConfig, world: int) -> None:
+    """SimulationError on every rank unless all ranks were started with the same flags but
+    :data:`HOST_FIELDS`: ranks started with others (torchrun on two hosts, one command edited) trained the
+    nodes of each rank on its own settings, and rank 0 wrote its config.json as the run's, in silence.
+    Before the run folder is touched: rank 0 without --resume cleared the checkpoint that the others were
+    told to resume from (a review). A collective."""
+    _check_same(world, {k: v for k, v in asdict(config).items() if k not in HOST_FIELDS})
+
+
+def _check_same_inputs(config: RunConfig, s: Setup | InputError, world: int) -> Setup:
+    """The rank's Setup once every rank has one and all read the same inputs: data (every value,
+    :attr:`sim.data.Dataset.full_digest`), mixing matrix, initial point and, on ``--resume``, checkpoint
+    (SimulationError naming the first that differs). A rank whose inputs were refused (``s``: its
+    InputError; a data set missing on one host) made the others wait for it until --timeout and then fail
+    with gloo's 'Connection reset by peer': InputError naming that rank and its error. A collective."""
     if isinstance(s, InputError):
         mine: dict[str, Any] = {"error": str(s)}
     else:
-        mine = {k: v for k, v in asdict(config).items() if k not in HOST_FIELDS}
-        mine["data digest"] = s.data_digest
-        mine["mixing matrix digest"] = s.mixing_digest
-        mine["initial point digest"] = _digest(s.x0.cpu().numpy().tobytes())
-    if config.resume and not isinstance(s, InputError):
-        path = os.path.join(config.out, "checkpoint.pt")
-        mine["checkpoint digest"] = _file_digest(path) or f"none: no file {path}"
+        mine = {"data digest": s.data.full_digest, "mixing matrix digest": s.mixing_digest,
+                "initial point digest": _digest(s.x0.cpu().numpy().tobytes())}  # fmt: skip
+        if config.resume:
+            path = os.path.join(config.out, "checkpoint.pt")
+            mine["checkpoint digest"] = _file_digest(path) or f"none: no file {path}"
+    _check_same(world, mine)
+    return cast(Setup, s)  # (an InputError here was gathered and raised by _check_same)
+
+
+def _check_same(world: int, mine: dict[str, Any]) -> None:
+    """Gather every rank's ``mine`` and compare each with rank 0's, so that all ranks stop with the same
+    message: InputError where a rank says ``error``, else SimulationError naming the first rank and key
+    that differ."""
     every: list[dict[str, Any]] = [{} for _ in range(world)]
     dist.all_gather_object(every, mine)
     failed = next((q for q, theirs in enumerate(every) if "error" in theirs), None)
@@ -341,15 +354,15 @@ def _check_agreement(config: RunConfig, s: Setup | InputError, world: int) -> Se
         raise InputError(f"rank {failed} of {world}: {every[failed]['error']}")
     first = every[0]
     for q, theirs in enumerate(every[1:], start=1):
-        differs = next((k for k in first if theirs.get(k) != first[k]), None)
+        keys = [*first, *(k for k in theirs if k not in first)]  # (in order: every rank names the same)
+        differs = next((k for k in keys if theirs.get(k) != first.get(k)), None)
         if differs is not None:
             raise SimulationError(
                 f"rank {q} of {world} runs another experiment than rank 0: {differs} = "
-                f"{theirs.get(differs)!r} there, {first[differs]!r} on rank 0 (expected every rank started "
-                "with the same flags, data and, on --resume, checkpoint, in a folder the hosts share; only "
-                "the paths and threads and timeout may differ)"
+                f"{theirs.get(differs)!r} there, {first.get(differs)!r} on rank 0 (expected every rank "
+                "started with the same flags, data and, on --resume, checkpoint, in a folder the hosts "
+                "share; only the paths and threads and timeout may differ)"
             )
-    return cast(Setup, s)  # (an InputError here was gathered and raised above)
 
 
 def _digest(data: bytes) -> str:

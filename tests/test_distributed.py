@@ -377,6 +377,11 @@ def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_eve
     for code, err in results:
         assert code == 1, err[-2000:]
         assert f"checkpoint digest = 'none: no file {elsewhere}/checkpoint.pt' there" in err
+    fresh = ["--steps", "20", "--checkpoint-every", "10", "--out", str(tmp_path / "first")]
+    results = _two_ranks(tiny, fresh, first)  # rank 0 without --resume cleared the checkpoint (a review)
+    for code, err in results:
+        assert code == 1 and "resume = True there, False on rank 0" in err, err[-2000:]
+    assert (tmp_path / "first" / "checkpoint.pt").is_file()
     import shutil
 
     shutil.copytree(tmp_path / "first", tmp_path / "copy")
@@ -447,6 +452,8 @@ def test_a_local_run_sweep_or_plan_under_torchrun_is_refused(tiny, tmp_path, mon
     assert not (tmp_path / "s").exists() and not (tmp_path / "p").exists()
     summary = run(base(tiny, tmp_path / "lib", steps=10))
     assert summary["steps"] == 10
+    monkeypatch.setenv("RANK", "x")  # not torchrun's; a local run reads neither (it was refused, a review)
+    assert main([*flags[:-1], str(tmp_path / "malformed")]) == 0
 
 
 def test_threads_are_each_processes_and_given_ones_are_taken(tiny, tmp_path, monkeypatch) -> None:
@@ -464,3 +471,19 @@ def test_threads_are_each_processes_and_given_ones_are_taken(tiny, tmp_path, mon
     assert process_threads(config, 2) == 1
     config.threads = 0
     assert process_threads(config, 2) is None
+
+
+def test_the_ranks_compare_every_input_value_not_a_sample() -> None:
+    """Dataset.digest hashes an evenly spaced sample of about 2^20 inputs (a resume's check); two hosts'
+    copies that differ off it trained in silence (a review: half the columns zeroed on one host)."""
+    from sim.data import Dataset
+
+    x = torch.rand(3000, 1000)
+    y = torch.zeros(3000, dtype=torch.int64)
+    edited = x.clone()
+    edited[:, 1::2] = 0.0  # the values at odd positions: off the sample, every 2nd of the 3,000,000
+    a = Dataset("a", x, y, x[:10], y[:10], 2)
+    b = Dataset("a", edited, y, x[:10], y[:10], 2)
+    assert a.digest == b.digest  # the sample misses it (why the ranks do not compare this one)
+    assert a.full_digest != b.full_digest
+    assert a.full_digest == Dataset("a", x.clone(), y, x[:10].clone(), y[:10], 2).full_digest
