@@ -422,6 +422,7 @@ def _fig7_cifar_configs(ctx: CheckContext) -> dict[str, Any]:
     statement=(15, 4, 1),
     planned=lambda ctx: planned_runs(ctx, _fig7_cifar_configs(ctx)),
     on_device=True,
+    reads_cifar=True,
 )
 def fig7_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig7-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""

@@ -46,7 +46,8 @@ class Check:
     will simulate (those not cached yet), for ``dfl-check``'s time estimate. ``on_device``: the check
     simulates on ``context.device`` (trains the CNNs); the others never touch it (numpy, SDPs), so their
     cache key leaves the device out and, beside a GPU, they run in another process while the device works
-    (:mod:`paper_checks.overlap`).
+    (:mod:`paper_checks.overlap`). ``reads_cifar``: it trains on CIFAR-10 (``context.cifar_dir``), whose
+    folder dfl-check then checks before any check runs.
     """
 
     id: str
@@ -58,6 +59,7 @@ class Check:
     reference: bool = False
     planned: Callable[[CheckContext], list[Any]] | None = None  # its simulations not cached yet (RunConfigs)
     on_device: bool = False
+    reads_cifar: bool = False
 
     def __call__(self, context: CheckContext, statement: Any = None) -> Outcome:
         """Run the check in ``context`` on ``statement`` (the paper's, by default)."""
@@ -106,6 +108,7 @@ def check(
     reference: bool = False,
     planned: Callable[[CheckContext], list[Any]] | None = None,
     on_device: bool = False,
+    reads_cifar: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register ``fn(context, statement) -> Outcome`` as the check of one claim.
 
@@ -118,7 +121,7 @@ def check(
     def register(fn: CheckFunction) -> CheckFunction:
         if id in CHECKS:
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference, planned, on_device)
+        CHECKS[id] = Check(id, ref, claim, method, fn, statement, reference, planned, on_device, reads_cifar)
         return fn
 
     return register

@@ -100,6 +100,7 @@ cost model has no place for them (a gossip step costs --t-comm)."""
 
 CONFIG_HELP = "TOML file of RunConfig fields, or a run's config.json to repeat it (flags override it)"
 RESUME_HINT = "the same command with --resume continues it"
+NOTHING_KEPT_HINT = "the same command starts it again"
 RUN_RESULTS = "metrics.csv (one row per logged step), config.json, summary.json"
 PLAN_RESULTS = (
     "table.csv (one row per simulated configuration), ranking.csv, simulations.csv, plan_result.json, "
@@ -195,7 +196,7 @@ def _refuse_copies_under_torchrun(what: str) -> None:
     """InputError in a process torchrun started among others (RANK, WORLD_SIZE > 1), for ``what`` is not a
     distributed run: each of the processes ran the whole of it into the same --out (one after another, or
     refused by the folder's lock)."""
-    from sim.setup import torchrun_rank_and_world
+    from sim.host import torchrun_rank_and_world
 
     try:
         launched = torchrun_rank_and_world()
@@ -466,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dfl-sim: error: {exc}", file=sys.stderr)
         return 2
     except RunInterrupted as exc:
-        print(f"dfl-sim: {exc}: {args.resume_hint}", file=sys.stderr)
+        print(f"dfl-sim: {exc}: {args.resume_hint if exc.kept else NOTHING_KEPT_HINT}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
         print("dfl-sim: interrupted", file=sys.stderr)

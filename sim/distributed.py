@@ -54,9 +54,10 @@ from sim.engine import BatchSampler
 from sim.errors import RunInterrupted, SimulationError
 from sim.faults import install_fault
 from sim.gossip import ChocoGossip, ExactGossip, as_mixing, canonical_csr, sparse_mixing
+from sim.host import torchrun_rank_and_world
 from sim.interrupt import checkpoint_on_interrupt, interrupt_requested
 from sim.loop import run_loop
-from sim.setup import Setup, learning_rate, prepare, torchrun_rank_and_world
+from sim.setup import Setup, learning_rate, prepare
 from sim.trainer import Trainer
 
 __all__ = ["HaloMixing", "process_threads", "run_distributed"]
@@ -435,7 +436,7 @@ def run_distributed(config: RunConfig) -> dict[str, Any]:
         _launch(config)
     path = os.path.join(config.out, "summary.json")
     if interrupt_requested() and not launched and not os.path.isfile(path):  # (a run that ended first: done)
-        raise RunInterrupted(_where_stopped(config))
+        raise _where_stopped(config)
     with open(path) as fh:
         return json.load(fh)
 
@@ -465,7 +466,9 @@ def _launch(config: RunConfig) -> None:
     (SIGTERM) and a :class:`~sim.errors.SimulationError`; a stop that also ended workers (a SIGTERM to every
     process, as Slurm or systemd send) a :class:`~sim.errors.RunInterrupted` naming the checkpoint kept."""
     if interrupt_requested():  # asked during prepare: no process has started
-        raise RunInterrupted(f"interrupted before the processes started; nothing to keep yet in {config.out}")
+        raise RunInterrupted(
+            f"interrupted before the processes started; nothing to keep yet in {config.out}", kept=False
+        )
     ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers start with SIGINT ignored (they
     try:  # inherit it) until their own handler is in place: a Ctrl-C while they import cannot kill them
         context = mp.start_processes(
@@ -490,7 +493,7 @@ def _launch(config: RunConfig) -> None:
                 forwarded = True
     except ProcessException as exc:  # its text ends with the worker's traceback: its first and last line
         if interrupt_requested():
-            raise RunInterrupted(_where_stopped(config)) from None
+            raise _where_stopped(config) from None
         lines = [line for line in str(exc).splitlines() if line.strip()]
         last = SOURCE_PREFIX.sub("", lines[-1].strip())
         why = lines[0] if len(lines) < 2 else f"{lines[0].strip(' -:')}: {last}"
@@ -526,9 +529,9 @@ def _next_step(config: RunConfig) -> str:
     return advice + f"; if a process waited too long, a larger --timeout than {config.timeout:g} s"
 
 
-def _where_stopped(config: RunConfig) -> str:
-    """The message of a distributed run its launcher stopped: the step of the workers' checkpoint."""
+def _where_stopped(config: RunConfig) -> RunInterrupted:
+    """The error of a distributed run its launcher stopped: the step of the workers' checkpoint."""
     t = _checkpoint_step(config)
     if t is None:
-        return f"interrupted; nothing to keep yet in {config.out}"
-    return f"interrupted at step {t} of {config.steps}; the checkpoint is in {config.out}"
+        return RunInterrupted(f"interrupted; nothing to keep yet in {config.out}", kept=False)
+    return RunInterrupted(f"interrupted at step {t} of {config.steps}; the checkpoint is in {config.out}")

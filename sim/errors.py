@@ -13,7 +13,13 @@ class SimulationError(RuntimeError):
 
 
 class RunInterrupted(SimulationError):
-    """A run stopped by Ctrl-C after a whole step, its checkpoint written (:mod:`sim.interrupt`)."""
+    """A run stopped by Ctrl-C after a whole step, its checkpoint written (:mod:`sim.interrupt`); ``kept``:
+    whether anything was kept to continue from (none before the first step, where the advice to --resume,
+    which would then be refused, contradicted 'nothing to keep yet', a review)."""
+
+    def __init__(self, message: str, kept: bool = True) -> None:
+        super().__init__(message)
+        self.kept = kept
 
 
 class ResumeSettingsDiffer(InputError):

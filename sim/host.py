@@ -1,4 +1,5 @@
-"""What a run takes from the machine it runs on: torch's threads, and the C allocator's settings.
+"""What a run takes from the machine it runs on: torch's threads, the C allocator's settings, and torchrun's
+rank and world size (:func:`torchrun_rank_and_world`).
 
 **Threads** (:func:`automatic_threads`): the cores this process may use less those busy now, measured
 over a short window of /proc/stat, not by the load average (which still counts processes that ended up
@@ -52,6 +53,7 @@ __all__ = [
     "check_threads",
     "physical_memory",
     "retain_freed_memory",
+    "torchrun_rank_and_world",
 ]
 
 ENV_SWITCH = "DFLKIT_RETAIN_FREED_MEMORY"
@@ -184,3 +186,27 @@ def _proc_stat() -> dict[int, tuple[int, int]]:
                 ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
                 out[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))
     return out
+
+
+def torchrun_rank_and_world() -> tuple[int, int] | None:
+    """(RANK, WORLD_SIZE) when this process was launched by torchrun (both set), else None. InputError where
+    they are not integers with 0 <= RANK < WORLD_SIZE (a RANK of 'x' ended in a ValueError traceback)."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return None
+    values = {}
+    for name in ("RANK", "WORLD_SIZE"):
+        text = os.environ[name]
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise InputError(
+                f"environment variable {name} = {text!r} is not an integer (expected what torchrun sets: "
+                "0 <= RANK < WORLD_SIZE)"
+            ) from None
+    rank, world = values["RANK"], values["WORLD_SIZE"]
+    if not 0 <= rank < world:
+        raise InputError(
+            f"environment variables RANK = {rank}, WORLD_SIZE = {world} (expected 0 <= RANK < WORLD_SIZE, as "
+            "torchrun sets them)"
+        )
+    return rank, world

@@ -350,7 +350,7 @@ class RunRecorder:
             self.counters["wall_time"] = time.perf_counter() - self._start
             self._save()
         where = f"the checkpoint is in {self.s.out}" if t > 0 else "nothing to keep yet"
-        return RunInterrupted(f"interrupted at step {t} of {self.config.steps}; {where}")
+        return RunInterrupted(f"interrupted at step {t} of {self.config.steps}; {where}", kept=t > 0)
 
     def close(self) -> None:
         """Close metrics.csv (idempotent; after an error the rows written so far stay)."""

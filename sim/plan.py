@@ -52,7 +52,14 @@ from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_an
 from sim.grid import finished_summary
 from sim.interrupt import interrupt_requested
 from sim.loop import atomic_write
-from sim.run_folder import check_path_length, lock_folders, refuse_other_kind, release_folders, run_record
+from sim.run_folder import (
+    FOLDER_ROOM,
+    check_path_length,
+    lock_folders,
+    refuse_other_kind,
+    release_folders,
+    run_record,
+)
 from sim.runner import run
 from sim.setup import prepare
 
@@ -463,7 +470,7 @@ def plan(
     if config.algorithm == "dfl":  # a budget that fits no round, or too many, refused before any estimate
         budget_grid(CostModel(config.t_comp, config.t_comm), settings.budget_seconds, None, None,
                     settings.max_tau1, settings.max_tau2)  # fmt: skip
-    check_path_length(config.out, "out")  # its runs' files failed: 'File name too long', status 1 (a probe)
+    check_path_length(config.out, "out", FOLDER_ROOM)  # its runs' files: 'File name too long', status 1
     refuse_other_kind(Path(config.out), "plan")  # a run's folder: its interrupted run could not resume
     out = writable_folder(config.out, "out")
     lock_folders([out])  # one plan at a time in a folder (sim.run_folder)

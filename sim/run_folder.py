@@ -64,8 +64,8 @@ def refuse_other_kind(out: Path, kind: str) -> None:
     for other, markers in FOLDER_MARKERS.items():
         if other != kind and any((out / m).is_file() for m in markers):
             raise InputError(
-                f"out = {str(out)!r} is a dfl-sim {other} folder (expected a folder of the {kind}'s own, "
-                f"such as {str(out / kind)!r})"
+                f"out = {shown_path(out)} is a dfl-sim {other} folder (expected a folder of the {kind}'s "
+                f"own, such as {shown_path(out / kind)})"
             )
 
 
@@ -154,11 +154,17 @@ def shown_path(path: Path | str) -> str:
     return repr(text) if len(text) <= 100 else f"{text[:60]!r}...{text[-30:]!r}"
 
 
-def check_path_length(folder: Path | str, name: str) -> None:
-    """InputError where ``folder``'s full path leaves no room within the system's PATH_MAX for the files a
-    run, sweep or plan writes in it (its lock file failed and the folders were made, a probe; a sweep's own
-    --out said 'File name too long' with status 1, a review). ``name``: the flag or field it came from."""
-    longest = PATH_MAX - FILE_NAME_ROOM
+FOLDER_ROOM = FILE_NAME_ROOM + len("runs/") + 255
+"""Bytes a plan's folder leaves for its runs' folders (runs/NAME, a name of up to 255 bytes) and their files:
+an --out 12 bytes under the plain limit failed after the estimates, 'File name too long' (a review)."""
+
+
+def check_path_length(folder: Path | str, name: str, room: int = FILE_NAME_ROOM) -> None:
+    """InputError where ``folder``'s full path leaves less than ``room`` bytes within the system's PATH_MAX
+    for what a run, sweep or plan writes in it (its lock file failed and the folders were made, a probe; a
+    sweep's own --out said 'File name too long' with status 1, a review). ``name``: the flag or field it came
+    from; ``room``: a plan's :data:`FOLDER_ROOM`, whose runs lie in folders of their own."""
+    longest = PATH_MAX - room
     size = len(os.fsencode(os.path.abspath(folder)))
     if size > longest:
         raise InputError(

@@ -452,30 +452,6 @@ def process_streams(saved: torch.Tensor | list[torch.Tensor]) -> list[torch.Tens
     return list(saved) if isinstance(saved, list | tuple) else [saved]
 
 
-def torchrun_rank_and_world() -> tuple[int, int] | None:
-    """(RANK, WORLD_SIZE) when this process was launched by torchrun (both set), else None. InputError where
-    they are not integers with 0 <= RANK < WORLD_SIZE (a RANK of 'x' ended in a ValueError traceback)."""
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        return None
-    values = {}
-    for name in ("RANK", "WORLD_SIZE"):
-        text = os.environ[name]
-        try:
-            values[name] = int(text)
-        except ValueError:
-            raise InputError(
-                f"environment variable {name} = {text!r} is not an integer (expected what torchrun sets: "
-                "0 <= RANK < WORLD_SIZE)"
-            ) from None
-    rank, world = values["RANK"], values["WORLD_SIZE"]
-    if not 0 <= rank < world:
-        raise InputError(
-            f"environment variables RANK = {rank}, WORLD_SIZE = {world} (expected 0 <= RANK < WORLD_SIZE, as "
-            "torchrun sets them)"
-        )
-    return rank, world
-
-
 def process_count(config: RunConfig) -> int:
     """The processes that run ``config``: world_size (distributed; under torchrun it equals WORLD_SIZE,
     :func:`sim.distributed.run_distributed` refuses another), else 1."""

@@ -393,7 +393,7 @@ def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_eve
 def test_torchrun_variables_are_checked_before_any_process_group(tiny, tmp_path, monkeypatch) -> None:
     """RANK = 'x' was a ValueError traceback, RANK set without MASTER_ADDR a traceback from torch's
     rendezvous, and --world-size 4 under torchrun's 2 processes ran on 2 while config.json said 4."""
-    from sim.setup import torchrun_rank_and_world
+    from sim.host import torchrun_rank_and_world
 
     config = base(tiny, tmp_path / "r", backend="distributed", world_size=2, timeout=2)
     for rank, world, expected in [

@@ -242,3 +242,18 @@ def test_a_ctrl_c_command_ends_by_sigint_so_that_a_shell_loop_stops(tiny, tmp_pa
     assert "ValueError: other" in err and "KeyboardInterrupt" not in err
     module.main = lambda argv: cli_tools.stopped_by(signal.SIGTERM) or 130  # type: ignore[attr-defined]
     assert cli_tools.entry("stopped_command", "prog") == 130
+
+
+def test_a_stop_with_nothing_kept_is_not_told_to_resume(tiny, tmp_path, capsys, monkeypatch) -> None:
+    """'interrupted; nothing to keep yet in DIR: the same command with --resume continues it' (a distributed
+    run stopped before its first checkpoint, a review): a --resume there is refused; the advice is now to run
+    the same command again. One stopped after a checkpoint is still told to resume."""
+    import sim.distributed
+
+    monkeypatch.setattr(sim.distributed, "interrupt_requested", lambda: True)  # before the workers start
+    argv = ["run", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "30",
+            "--backend", "distributed", "--world-size", "2", "--out", str(tmp_path / "d")]  # fmt: skip
+    assert main(argv) == 130
+    assert capsys.readouterr().err.strip().endswith("nothing to keep yet in " + str(tmp_path / "d")
+                                                    + ": the same command starts it again")  # fmt: skip
+    assert sim.distributed._where_stopped(RunConfig(out=str(tmp_path / "d"))).kept is False

@@ -503,9 +503,14 @@ def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypa
                  ["plan", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--budget-seconds",
                   "20", "--out", str(deep)]):  # fmt: skip
         err = _one_line_error(capsys, argv)
-        assert "is not a usable folder path (its full path is " in err and "expected at most 4,032" in err
+        assert "is not a usable folder path (its full path is " in err and "expected at most " in err
         assert "..." in err and len(err) < 400  # the path's middle cut, not 4,000 bytes of it
     assert not (tmp_path / ("b" * 200)).exists()
+    near = tmp_path / "/".join(["c" * 200] * 19) / ("c" * (4000 - len(str(tmp_path)) - 19 * 201 - 1))
+    assert len(str(near)) == 4000  # under run's limit: a plan failed after its estimates (its runs/NAME/...)
+    err = _one_line_error(capsys, ["plan", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6",
+                                   "--budget-seconds", "20", "--out", str(near)])  # fmt: skip
+    assert "its full path is 4,000 bytes; expected at most 3,772" in err
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "sweep.json").write_text("[]")
