@@ -185,6 +185,11 @@ class RunConfig:
                 f"world_size = {self.world_size!r} is out of range (expected 1 <= world_size <= nodes = "
                 f"{self.nodes!r}: each process owns at least one node)"
             )
+        if self.backend == "distributed" and self.device != "cpu":  # its mixing block and messages are CPU
+            raise InputError(  # tensors (gloo): a CUDA run failed in its first gossip step, a traceback
+                f"device = {self.device!r} with backend 'distributed' (expected cpu: its processes exchange "
+                "CPU tensors through gloo; on one GPU: backend 'local', or many runs at once: dfl-sim sweep)"
+            )
         if self.backend == "distributed" and not self.timeout >= 1:  # 0.001 s failed every start
             raise InputError(
                 f"timeout = {self.timeout!r} is out of range (expected seconds >= 1: the processes need "

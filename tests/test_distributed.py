@@ -487,3 +487,12 @@ def test_the_ranks_compare_every_input_value_not_a_sample() -> None:
     assert a.digest == b.digest  # the sample misses it (why the ranks do not compare this one)
     assert a.full_digest != b.full_digest
     assert a.full_digest == Dataset("a", x.clone(), y, x[:10].clone(), y[:10], 2).full_digest
+
+
+def test_a_distributed_run_on_a_gpu_is_refused(tiny, tmp_path) -> None:
+    """Its mixing block and its messages are CPU tensors (gloo): with --device cuda the first gossip step
+    multiplied a CPU matrix by CUDA rows, a traceback from inside torch (read from the code; no GPU here)."""
+    for device in ("cuda", "cuda:1"):
+        refused = rf"device = '{device}' with backend 'distributed' \(expected cpu"
+        with pytest.raises(InputError, match=refused):
+            base(tiny, tmp_path, backend="distributed", world_size=2, device=device).validate()
