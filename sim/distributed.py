@@ -281,7 +281,8 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
             prepared: Setup | InputError = prepare(config, main=rank == 0, lock=parent is None)
         except InputError as exc:  # said on every rank (the others waited for this one until --timeout)
             prepared = exc
-        s = _check_same_inputs(config, prepared, world)
+        s = _check_same_inputs(config, prepared, world)  # a collective: also the barrier that keeps every
+        # rank from writing before rank 0 has cleared (or checked) the run folder
         blocks = _blocks(config.nodes, world)
         own = blocks[rank]
         mixing = HaloMixing(as_matrix(s.C), blocks, rank)
