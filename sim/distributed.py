@@ -314,8 +314,13 @@ def _run_rank(rank: int, config: RunConfig, world: int, init: str, parent: int |
 
 HOST_FIELDS = ("out", "data_dir", "dataset", "topology", "init_params", "threads", "timeout", "allow_change")
 """The fields each rank of a torchrun may set for its own host: paths (an npz data set's, an edges: or matrix:
-topology's; what they hold is compared by digest), threads, patience, and allow_change (read by rank 0
+topology's; what they hold is compared by digest), threads, timeout, and allow_change (read by rank 0
 only). The rest must be the same on every rank (:func:`_check_same_flags`)."""
+HOST_FLAGS = (
+    "the paths (--out, --data-dir, --init-params, a data set's or topology's file), --threads, --timeout "
+    "and --allow-change"
+)
+""":data:`HOST_FIELDS` as a user's flags, for the mismatch's message."""
 
 
 def _check_same_flags(config: RunConfig, world: int) -> None:
@@ -363,7 +368,7 @@ def _check_same(world: int, mine: dict[str, Any]) -> None:
                 f"rank {q} of {world} runs another experiment than rank 0: {differs} = "
                 f"{theirs.get(differs)!r} there, {first.get(differs)!r} on rank 0 (expected every rank "
                 "started with the same flags, data and, on --resume, checkpoint, in a folder the hosts "
-                "share; only the paths and threads and timeout may differ)"
+                f"share; only {HOST_FLAGS} may differ)"
             )
 
 

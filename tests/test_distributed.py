@@ -346,6 +346,19 @@ def _two_ranks(tiny, flags0: list[str], flags1: list[str]) -> list[tuple[int, st
     return [(p.returncode, err) for p, err in zip(ranks, errors, strict=True)]
 
 
+def test_the_mismatch_message_names_every_flag_a_rank_may_set_for_its_host():
+    """It said 'only the paths and threads and timeout may differ' while --allow-change may differ too."""
+    from sim.config import RunConfig
+    from sim.distributed import HOST_FIELDS, HOST_FLAGS
+
+    assert set(HOST_FIELDS) <= set(RunConfig.__dataclass_fields__)
+    for field in HOST_FIELDS:
+        named = {"dataset": "a data set's", "topology": "topology's"}.get(
+            field, "--" + field.replace("_", "-")
+        )
+        assert named in HOST_FLAGS, field
+
+
 def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_every_rank(tiny, tmp_path):
     """Under torchrun each host types its own command: rank 1 with --seed 2 trained its nodes from another
     x_0 and batches while config.json said seed 1, and a --resume on a host without the run folder's
@@ -359,7 +372,8 @@ def test_ranks_started_with_other_flags_or_another_checkpoint_are_refused_on_eve
         assert err.strip().splitlines()[-1] == (
             "dfl-sim: error: rank 1 of 2 runs another experiment than rank 0: seed = 2 there, 1 on rank 0 "
             "(expected every rank started with the same flags, data and, on --resume, checkpoint, in a "
-            "folder the hosts share; only the paths and threads and timeout may differ)"
+            "folder the hosts share; only the paths (--out, --data-dir, --init-params, a data set's or "
+            "topology's file), --threads, --timeout and --allow-change may differ)"
         )
     assert not (tmp_path / "run" / "metrics.csv").exists()
     missing = tmp_path / "elsewhere.npz"  # a data set one host lacks: rank 0 waited, then 'Connection reset'
