@@ -36,8 +36,8 @@ def read_cache(path: Path) -> dict[str, Any] | None:
 
 
 def write_cache(path: Path, result: dict[str, Any]) -> None:
-    """Write ``result`` to ``path`` atomically (:func:`sim.loop.atomic_write`)."""
-    from sim.loop import atomic_write  # torch: loaded once a check has run
+    """Write ``result`` to ``path`` atomically (:func:`sim.run_folder.atomic_write`)."""
+    from sim.run_folder import atomic_write
 
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
 

@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from paper_checks.estimate import estimate  # the checks and torch, once the flags are read (seconds):
     from paper_checks.report import run_checks, select, write_report  # --help and a bad flag answer at once
     from paper_checks.sweep_timing import time_sweep
-    from sim.loop import atomic_write
+    from sim.run_folder import atomic_write
 
     try:
         chosen, context = select(args.only, quick, out, args.cifar_dir, args.device, args.jobs)

@@ -171,7 +171,7 @@ def write_report(
     which says so at its top. ``figures/`` keeps only this report's figures, none while it is in progress (an
     earlier run's figures of checks not in it, or of a figure not drawn now, would pass for this run's; an
     interrupted run left them all beside its report in progress)."""
-    from sim.loop import atomic_write
+    from sim.run_folder import atomic_write
 
     atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
     load_checks()

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from bounds import InputError
 from bounds._checks import real_array
+from sim.run_folder import atomic_write
 
 __all__ = [
     "bound_heatmap",
@@ -46,7 +47,8 @@ FIGURE_FORMATS = (".png", ".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".tif"
 def save(fig: Figure, path: str | Path) -> list[Path]:
     """Write ``path`` in the format its suffix names (one of FIGURE_FORMATS), or, without such a suffix,
     as ``path.png`` and ``path.pdf``; returns the paths written. (``x.svg`` used to give x.png and x.pdf.)
-    A folder (a path ending in '/', or one that is a folder) is refused: 'figs/' gave figs.png beside it."""
+    A folder (a path ending in '/', or one that is a folder) is refused: 'figs/' gave figs.png beside it.
+    Each file is written whole or not at all (:func:`sim.run_folder.atomic_write`)."""
     if str(path).endswith(("/", "\\")) or Path(path).is_dir():
         raise InputError(f"save: path = {str(path)!r} is a folder (expected a file name, such as "
                          f"{str(Path(path) / 'figure')!r}, or one ending in .png, .pdf or .svg)")  # fmt: skip
@@ -56,8 +58,9 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
         out = [path]
     else:  # the whole name is the stem: a name such as 'eta=0.002' keeps its '.002'
         out = [path.with_name(path.name + ".png"), path.with_name(path.name + ".pdf")]
-    for p in out:
-        fig.savefig(p, dpi=130, bbox_inches="tight")
+    for p in out:  # whole or not at all: a Ctrl-C or a full disk mid-write left a cut-off figure in place
+        form = p.suffix[1:].lower()  # (the temporary file's own suffix is .tmp)
+        atomic_write(p, lambda tmp, form=form: fig.savefig(tmp, format=form, dpi=130, bbox_inches="tight"))
     plt.close(fig)
     return out
 

@@ -311,7 +311,7 @@ def _sweep_in(
     its start), then every run's grid values and summary."""
     from tqdm import tqdm
 
-    from sim.loop import atomic_write  # torch, after every point was checked (a bad one answers at once)
+    from sim.run_folder import atomic_write
     from sim.sweep import run_sweep
 
     listing = out / "sweep.json"  # every run's grid values and summary, in the grid's order

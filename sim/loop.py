@@ -11,9 +11,7 @@ to the other processes of a run only through a :class:`Comm` (:class:`Single` fo
 from __future__ import annotations
 
 import csv
-import errno
 import json
-import os
 import re
 import sys
 import time
@@ -38,13 +36,13 @@ from sim.errors import RunInterrupted, SimulationError
 from sim.evaluation import Evaluator, consensus_distance
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.interrupt import interrupt_requested
-from sim.run_folder import COLUMNS, run_record
+from sim.run_folder import COLUMNS, atomic_write, run_record
 from sim.setup import Setup, process_streams
 from sim.trainer import Trainer
 
 __all__ = [
     "COLUMNS", "DIVERGENCE_FACTOR", "PHASES", "Comm", "Health", "RunRecorder", "RunState", "Single",
-    "atomic_write", "finite_rows", "health", "health_of_runs", "run_loop",
+    "finite_rows", "health", "health_of_runs", "run_loop",
 ]  # fmt: skip
 
 PHASES = {LOCAL: "local", GOSSIP: "gossip", BOTH: "both"}
@@ -84,44 +82,6 @@ class Comm(Protocol):
     def restore_counters(self, counters: dict[str, float]) -> None:
         """Continue the backend's counters from a checkpoint's (what :meth:`run_counters` saved)."""
         ...
-
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """``write`` a temporary file, flush it to the disk (fsync), then rename it to ``path`` and flush the
-    folder: a reader sees the old file or the new one whole, after a killed process and after a power loss
-    too. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        write(tmp)
-        _fsync(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:  # named by the file meant, not by its temporary twin (a folder in the way, say)
-        tmp.unlink(missing_ok=True)
-        if exc.errno is None:
-            raise
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync(path.parent)  # the rename itself (best effort: not every system can open a folder)
-
-
-def _fsync(path: Path) -> None:
-    """Flush ``path`` (a file or a folder) to the disk, where the file system can: one that refuses fsync
-    (EINVAL on some network and FUSE file systems, or on a folder) leaves it to the page cache, as before."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        if path.is_dir():
-            return
-        raise
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF) and not path.is_dir():
-            raise
-    finally:
-        os.close(fd)
 
 
 class RunState(Protocol):

@@ -51,9 +51,9 @@ from sim.errors import ResumeSettingsDiffer, RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.grid import finished_summary
 from sim.interrupt import interrupt_requested
-from sim.loop import atomic_write
 from sim.run_folder import (
     FOLDER_ROOM,
+    atomic_write,
     check_path_length,
     lock_folders,
     refuse_other_kind,

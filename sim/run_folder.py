@@ -1,5 +1,6 @@
-"""What a run folder holds and who may write it: the metrics columns, the folder lock, and the checks a
-``--resume`` makes of the files an earlier run left there (before anything in the folder changes).
+"""What a run folder holds and who may write it: the metrics columns, the folder lock, the checks a
+``--resume`` makes of the files an earlier run left there (before anything in the folder changes), and
+:func:`atomic_write`, by which every result file is written (torch-free: dfl-plot and dfl-check use it).
 
 The lock is ``flock`` on ``OUT/.dfl-sim.lock`` (its text: the holder's process id), held from the moment
 the folder is prepared until the run, sweep or plan ends: a second run into a folder that a run is writing
@@ -10,11 +11,12 @@ dies, so a killed run never leaves its folder locked.
 from __future__ import annotations
 
 import csv
+import errno
 import fcntl
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "COLUMNS",
     "FOLDER_MARKERS",
     "LOCK_NAME",
+    "atomic_write",
     "check_metrics_file",
     "check_path_length",
     "finished_run",
@@ -221,3 +224,41 @@ def check_metrics_file(path: Path) -> None:
             f"resume: {str(path)!r} {what} (expected the columns {', '.join(COLUMNS)}: a metrics.csv of "
             "another version of dflkit; move it away to resume, its rows are then not continued)"
         )
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a temporary file, flush it to the disk (fsync), then rename it to ``path`` and flush the
+    folder: a reader sees the old file or the new one whole, after a killed process and after a power loss
+    too. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:  # named by the file meant, not by its temporary twin (a folder in the way, say)
+        tmp.unlink(missing_ok=True)
+        if exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync(path.parent)  # the rename itself (best effort: not every system can open a folder)
+
+
+def _fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to the disk, where the file system can: one that refuses fsync
+    (EINVAL on some network and FUSE file systems, or on a folder) leaves it to the page cache, as before."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        if path.is_dir():
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF) and not path.is_dir():
+            raise
+    finally:
+        os.close(fd)

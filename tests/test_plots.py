@@ -391,3 +391,30 @@ def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
     [diagonal] = fig.axes[0].get_lines()
     assert list(diagonal.get_xdata()) == [5e-05, pytest.approx(3.6e-3)]
     assert "(1 infinite bounds not drawn)" in diagonal.get_label()
+
+
+def test_a_figure_cut_off_mid_write_leaves_no_file(tmp_path, monkeypatch) -> None:
+    """save wrote the figure in place: a Ctrl-C (or a full disk) mid-write left a cut-off PNG that looked
+    drawn. Each file is now written whole or not at all; the format follows the name, not the .tmp twin."""
+    from matplotlib.figure import Figure
+
+    real = Figure.savefig
+    fig = fig3_variance([0.16, 0.03, 0.007, 0.002])
+    (tmp_path / "old.png").write_bytes(b"the earlier figure")
+
+    def cut_off(self: Figure, fname: object, **kwargs: object) -> None:
+        with open(fname, "wb") as fh:  # type: ignore[call-overload]
+            fh.write(b"\x89PNG half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        save(fig, tmp_path / "fig3")
+    with pytest.raises(KeyboardInterrupt):
+        save(fig, tmp_path / "old.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.png"]
+    assert (tmp_path / "old.png").read_bytes() == b"the earlier figure"
+    monkeypatch.setattr(Figure, "savefig", real)
+    for name in ("a.svg", "b.JPG", "c.pdf"):
+        (path,) = save(fig3_variance([0.16, 0.03]), tmp_path / name)
+        assert path.read_bytes()[:4] in (b"<?xm", b"\xff\xd8\xff\xe0", b"%PDF"), name

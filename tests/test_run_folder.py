@@ -397,7 +397,7 @@ def test_an_older_checkpoint_is_checked_against_config_json_for_eval_samples(tin
 def test_atomic_write_flushes_the_file_before_the_rename_and_the_folder_after(tmp_path, monkeypatch) -> None:
     """atomic_write renamed a file that might still be in the page cache: after a power loss the new name
     could point at an empty file. The data is flushed (fsync) before the rename, the folder after it."""
-    import sim.loop
+    import sim.run_folder
 
     events: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
@@ -410,9 +410,9 @@ def test_atomic_write_flushes_the_file_before_the_rename_and_the_folder_after(tm
         events.append("rename")
         real_replace(src, dst)
 
-    monkeypatch.setattr(sim.loop.os, "fsync", fsync)
-    monkeypatch.setattr(sim.loop.os, "replace", replace)
-    sim.loop.atomic_write(tmp_path / "a.json", lambda p: p.write_text("{}"))
+    monkeypatch.setattr(sim.run_folder.os, "fsync", fsync)
+    monkeypatch.setattr(sim.run_folder.os, "replace", replace)
+    sim.run_folder.atomic_write(tmp_path / "a.json", lambda p: p.write_text("{}"))
     assert events == ["fsync file", "rename", "fsync folder"]
     assert (tmp_path / "a.json").read_text() == "{}" and not (tmp_path / "a.json.tmp").exists()
 
