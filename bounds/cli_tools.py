@@ -14,8 +14,11 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 from bounds._checks import InputError
@@ -37,13 +40,15 @@ def cli_entry(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     (``dfl-bounds ... | head``): status 141, as a process killed by SIGPIPE, not a BrokenPipeError traceback
     (the Python documentation's recipe: stdout pointed at /dev/null, so that the flush at exit cannot fail
     again). Ctrl-C where the command has no handler of its own (torch's start-up, a figure being drawn):
-    ``PROG: interrupted`` and status 130, not a KeyboardInterrupt traceback (a probe)."""
+    ``PROG: interrupted`` and status 130, not a KeyboardInterrupt traceback (a probe). SIGTERM as Ctrl-C
+    (:func:`sigterm_as_ctrl_c`)."""
 
     def decorate(main: Callable[..., int]) -> Callable[..., int]:
         @functools.wraps(main)
         def wrapped(*args: Any, **kwargs: Any) -> int:
             try:
-                code = main(*args, **kwargs)
+                with sigterm_as_ctrl_c():
+                    code = main(*args, **kwargs)
                 sys.stdout.flush()
                 return code
             except BrokenPipeError:
@@ -77,6 +82,31 @@ def entry(module: str, prog: str, argv: Sequence[str] | None = None) -> int:
     if code == INTERRUPTED_STATUS and (_stop_signal or signal.SIGINT) == signal.SIGINT:
         _end_by_sigint()
     return code
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Within the block SIGTERM (what ``timeout``, ``kill`` and batch schedulers send) stops the command as
+    Ctrl-C does, by ``KeyboardInterrupt``: what a command keeps on Ctrl-C it keeps (dfl-check's report, a
+    figure written whole or not at all, a child process stopped), and :func:`stopped_by` notes the signal,
+    so that the command exits 130 rather than by SIGINT (:func:`entry`). dfl-plot, dfl-bounds and
+    ``dfl-sim versus`` ended at once without a line before, a figure's temporary file left behind. A
+    handler of the command's own within the block (a run's checkpoint, :mod:`sim.interrupt`) takes over
+    and restores this one; the previous handler is restored on leaving. In the main thread only (where
+    Python delivers signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopped_by(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 _stop_signal: int | None = None

@@ -13,18 +13,14 @@ SIGTERM as `timeout` sends): the report of the checks that finished stays (it is
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from tqdm import tqdm
 
 from bounds import InputError
-from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, stopped_by, writable_folder
+from bounds.cli_tools import OneLineParser, bar_interval, cli_entry, writable_folder
 from paper_checks.parallel import available_cores
 from sim.config import check_device
 from sim.host import retain_freed_memory
@@ -152,14 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             atomic_write(out / "sweep_timing.json", lambda tmp: tmp.write_text(json.dumps(timing, indent=1)))
 
         try:
-            with _interrupt_on_sigterm():
-                timing = time_sweep(
-                    chosen,
-                    context,
-                    args.sample_every,
-                    lambda line: print(f"dfl-check: {line}", file=sys.stderr),
-                    keep,
-                )
+            timing = time_sweep(  # (SIGTERM stops it as Ctrl-C: bounds.cli_tools.sigterm_as_ctrl_c)
+                chosen,
+                context,
+                args.sample_every,
+                lambda line: print(f"dfl-check: {line}", file=sys.stderr),
+                keep,
+            )
         except InputError as exc:
             print(f"dfl-check: error: {exc}", file=sys.stderr)
             return 2
@@ -195,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bar.write(f"dfl-check: [{i}/{count}] {r['id']}: {r['status']}{cached}{why}", file=sys.stderr)
         bar.update(1 if guess.untimed else round(guess.per_check.get(r["id"]) or 0))
 
-    with bar, _interrupt_on_sigterm():
+    with bar:
         try:
             results = run_checks(
                 args.only,
@@ -251,26 +246,6 @@ def _check_room(out: Path) -> None:
             raise InputError(
                 f"--out = {str(out)!r}: {str(out / name)!r} is a folder (expected room for the report)"
             )
-
-
-@contextmanager
-def _interrupt_on_sigterm() -> Iterator[None]:
-    """Within the block SIGTERM (what ``timeout`` and batch schedulers send) stops the checks as Ctrl-C does
-    (``KeyboardInterrupt``: the report of the checks that finished stays, the same command continues from
-    the cache), not silently; the previous handler is restored on leaving. In the main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        stopped_by(signum)  # (so that the command exits 130, not by SIGINT: bounds.cli_tools.entry)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -257,3 +257,53 @@ def test_a_stop_with_nothing_kept_is_not_told_to_resume(tiny, tmp_path, capsys, 
     assert capsys.readouterr().err.strip().endswith("nothing to keep yet in " + str(tmp_path / "d")
                                                     + ": the same command starts it again")  # fmt: skip
     assert sim.distributed._where_stopped(RunConfig(out=str(tmp_path / "d"))).kept is False
+
+
+PLOT_STOPPED_MID_WRITE = """
+import os, signal, sys, time
+from matplotlib.figure import Figure
+
+def savefig(self, fname, **kwargs):
+    with open(fname, "wb") as fh:
+        fh.write(b"\\x89PNG half")
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+
+Figure.savefig = savefig
+from plots.__main__ import main
+sys.exit(main([sys.argv[1]]))
+"""
+
+
+def test_sigterm_stops_dfl_plot_and_dfl_bounds_as_ctrl_c_does(tmp_path, capsys) -> None:
+    """dfl-plot, dfl-bounds and dfl-sim versus had no SIGTERM handler (what timeout, kill and batch
+    schedulers send): they ended at once without a line, dfl-plot mid-figure with its temporary file left
+    behind. Every CLI's main now takes SIGTERM as Ctrl-C: one line, status 130, what Ctrl-C keeps kept."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from bounds.cli_tools import cli_entry
+
+    run_folder = tmp_path / "run"
+    run_folder.mkdir()
+    metrics = {"step": [0, 10], "model_time": [0.0, 1.0], "train_loss": [2.3, 1.0], "test_acc": [0.1, 0.5],
+               "consensus": [0.0, 1e-3], "grad_norm2": [1.0, 0.5]}  # fmt: skip
+    pd.DataFrame(metrics).to_csv(run_folder / "metrics.csv", index=False)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    argv = [sys.executable, "-c", PLOT_STOPPED_MID_WRITE, str(run_folder)]
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 130 and done.stderr.strip() == "dfl-plot: interrupted", done.stderr[-2000:]
+    assert sorted(p.name for p in run_folder.iterdir()) == ["metrics.csv"]  # no cut-off figure, no .tmp
+
+    @cli_entry("prog")
+    def stopped(argv: list[str]) -> int:
+        signal.raise_signal(signal.SIGTERM)
+        return 0
+
+    previous = signal.getsignal(signal.SIGTERM)
+    assert stopped([]) == 130 and capsys.readouterr().err == "prog: interrupted\n"
+    assert signal.getsignal(signal.SIGTERM) is previous  # restored on leaving

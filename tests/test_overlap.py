@@ -97,7 +97,7 @@ def test_a_device_free_check_must_be_the_registered_one(tmp_path) -> None:
 CHILD = """
 import os, signal, sys, threading, time, multiprocessing
 from pathlib import Path
-from paper_checks.cli import _interrupt_on_sigterm
+from bounds.cli_tools import sigterm_as_ctrl_c
 from paper_checks.report import run_checks
 sys.path.insert(0, sys.argv[3])
 from test_overlap import _group, _wait_for
@@ -113,7 +113,7 @@ def stop_soon():
 if __name__ == "__main__":
     threading.Thread(target=stop_soon, daemon=True).start()
     try:
-        with _interrupt_on_sigterm():
+        with sigterm_as_ctrl_c():
             ids = ["fig9-zeta", "repair-nonquadratic"]
             run_checks(ids, True, Path(sys.argv[1]), None, "cuda:99", workers=3)
     except KeyboardInterrupt:
