@@ -54,7 +54,7 @@ from sim.engine import BatchSampler
 from sim.errors import RunInterrupted, SimulationError
 from sim.faults import install_fault
 from sim.gossip import ChocoGossip, ExactGossip, as_mixing, canonical_csr, sparse_mixing
-from sim.host import torchrun_rank_and_world
+from sim.host import check_threads, torchrun_rank_and_world
 from sim.interrupt import checkpoint_on_interrupt, interrupt_requested
 from sim.loop import run_loop
 from sim.setup import Setup, learning_rate, prepare
@@ -422,6 +422,7 @@ def _free_port() -> int:
 def run_distributed(config: RunConfig) -> dict[str, Any]:
     """Run ``config`` on ``config.world_size`` gloo processes; returns rank 0's summary."""
     config.validate()
+    check_threads(config.threads)  # (each process's: sim.distributed.process_threads)
     launched = torchrun_rank_and_world()
     if launched:  # launched by torchrun: one rank per process
         rank, world = launched

@@ -16,7 +16,7 @@ import torch
 
 from sim.config import RunConfig
 from sim.distributed import run_distributed
-from sim.host import automatic_threads
+from sim.host import automatic_threads, check_threads
 from sim.loop import COLUMNS, Single, run_loop
 from sim.run_folder import release_folders
 from sim.setup import build_trainer, kept_torch_settings, prepare
@@ -29,12 +29,15 @@ def run(
 ) -> dict[str, Any]:
     """Run one simulation; returns the summary (also written to ``summary.json``). The run folder is
     locked while it runs (:mod:`sim.run_folder`: a second run into it is refused). torch's threads and TF32
-    flags are the caller's again afterwards (:func:`sim.setup.kept_torch_settings`)."""
+    flags are the caller's again afterwards (:func:`sim.setup.kept_torch_settings`). ``config.threads``: at
+    most the cores this process may use (:func:`sim.host.check_threads`; checked for the command lines
+    only before), 0 leaving torch's own choice (``dfl-sim run`` chooses by the machine's load)."""
     try:
         with kept_torch_settings():  # threads, TF32: as the caller had them, after the run
             if config.backend == "distributed":
                 return run_distributed(config)
             config.validate()
+            check_threads(config.threads)
             if config.threads:
                 torch.set_num_threads(config.threads)
             s = prepare(config, lock=True)

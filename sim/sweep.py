@@ -43,6 +43,7 @@ from sim.engine import SAMPLES_PER_CALL_CUDA, Stack, pick
 from sim.errors import RunInterrupted
 from sim.evaluation import evaluate_runs
 from sim.gossip import AverageMixing, ExactGossip, Mixing, as_mixing, choose_mixing
+from sim.host import check_threads
 from sim.interrupt import interrupt_requested
 from sim.loop import Health, RunRecorder, Single, finite_rows, health_of_runs
 from sim.run_folder import release_folders
@@ -335,6 +336,7 @@ def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:
     check_compatible(configs)
     for c in configs:
         c.validate()
+    check_threads(configs[0].threads)  # (one value for all: check_compatible)
     data = load_dataset(configs[0].dataset, configs[0].data_dir)
     setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
     check_outs(configs, [s.digests for s in setups])

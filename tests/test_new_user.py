@@ -487,6 +487,23 @@ def test_a_config_json_from_a_larger_machine_repeats_here(capsys, tiny, tmp_path
     assert "threads = 1000000 is more than the" in err
 
 
+def test_the_library_refuses_more_threads_than_cores_as_the_commands_do(tiny, tmp_path) -> None:
+    """sim.runner.run and sim.sweep.run_sweep took threads = 64 on 2 cores in silence and set them, and 10**6
+    crashed the interpreter inside torch (only the command lines checked; a probe of the library): the same
+    InputError now, before any folder is made."""
+    from bounds import InputError
+    from sim.sweep import run_sweep
+
+    config = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=4, threads=10**6)
+    for call, out in ((run, "run"), (lambda c: run_sweep([c]), "sweep")):
+        with pytest.raises(InputError, match=r"^threads = 1000000 is more than the \d+ cores this process"):
+            call(RunConfig(**{**config.__dict__, "out": str(tmp_path / out)}))
+    with pytest.raises(InputError, match=r"^threads = 1000000 is more than the"):
+        run(RunConfig(**{**config.__dict__, "out": str(tmp_path / "d"), "backend": "distributed",
+                         "world_size": 2}))  # fmt: skip
+    assert list(tmp_path.iterdir()) == [tiny]
+
+
 def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypatch) -> None:
     """Found by a robustness probe: a name over 255 bytes exited 1 with 'File name too long' (bad input is
     exit 2); --resume into a sweep's folder was told to run without --resume, which is refused too; a full
