@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds._checks import whole_number
 from paper_checks.context import CheckContext
 from paper_checks.estimate import Calibration, calibrate, run_seconds
 from paper_checks.presweep import planned_by_run
@@ -58,8 +59,7 @@ def time_sweep(
         InputError (a ``ValueError``): ``every`` is below 1, or no selected check has simulations left
             to run (all cached, or none selected).
     """
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise InputError(f"--sample-every {every!r} must be an integer >= 1 (every k-th run is timed alone)")
+    every = whole_number("--sample-every", every, low=1)  # (every k-th run is timed alone)
     first_check = planned_by_run(checks, context, say)  # a run two checks share runs once, with the first
     if not first_check:
         raise InputError(

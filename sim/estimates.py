@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bounds._checks import InputError
+from bounds._checks import InputError, whole_number
 from sim.algorithms import ALGORITHMS, LOCAL, algorithm
 from sim.config import RunConfig
 from sim.engine import Stack
@@ -209,8 +209,7 @@ def probe_drift(
     ``grad_every = k`` measures ||grad F(X_s)||_F^2 at every k-th local step only (the others stay
     NaN); :meth:`DriftProbe.local_grad_sum` then scales the measured ones up to all local steps.
     """
-    if isinstance(grad_every, bool) or not isinstance(grad_every, int) or grad_every < 1:
-        raise InputError(f"grad_every = {grad_every!r} is not a positive integer (expected >= 1)")
+    grad_every = whole_number("grad_every", grad_every, low=1)
     s, trainer = _probed_run(config, "(103)")
     T = config.steps
     drift, grad = np.empty(T), np.full(T, np.nan)
@@ -308,8 +307,7 @@ def probe_heterogeneity_runs(
     (:data:`~sim.config.SHARED_FIELDS`). Each run's drift stays on the device until the run ends; then
     ``done(r, probe)`` is called with configs[r]'s probe (a caller saves it there, so a sweep stopped
     midway keeps the runs already ended)."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
-        raise InputError(f"samples = {samples!r} is out of range (expected an integer >= 2)")
+    samples = whole_number("samples", samples, low=2)
     for config in configs:
         _needs_drift_bound(config, "drift bound")
     engine, setups = build_engine(configs)

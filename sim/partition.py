@@ -10,26 +10,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from bounds import InputError
-from bounds._checks import real_number, whole_numbers
+from bounds._checks import real_number, whole_number, whole_numbers
 
 __all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "Shards", "make_partition"]
 
 
-def _check(labels: np.ndarray, nodes: int, rng: np.random.Generator) -> None:
-    """The arguments every ``split`` takes: one label per sample, a whole number of nodes, a generator."""
+def _check(labels: np.ndarray, nodes: int, rng: np.random.Generator) -> int:
+    """The arguments every ``split`` takes: one label per sample, a whole number of nodes (returned as an
+    int: 4.0 or numpy's 4 are taken), a generator."""
     if not isinstance(labels, np.ndarray) or labels.ndim != 1:
         what = f"of shape {labels.shape}" if isinstance(labels, np.ndarray) else f"a {type(labels).__name__}"
         raise InputError(f"labels {what} (expected a 1-d numpy array, one label per training sample)")
-    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
-        raise InputError(f"nodes = {nodes!r} is not an integer (expected a whole number >= 1)")
+    nodes = whole_number("nodes", nodes, low=1)
     if not isinstance(rng, np.random.Generator):
         raise InputError(f"rng = {rng!r} is not a numpy Generator (expected numpy.random.default_rng(seed))")
-    if nodes < 1:
-        raise InputError(f"nodes = {nodes} is out of range (expected >= 1)")
     if nodes > len(labels):
         raise InputError(
             f"nodes = {nodes} exceeds the {len(labels)} training samples (expected nodes <= samples)"
         )
+    return nodes
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class IID:
     """Shuffle, then split into N near-equal parts."""
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes, rng)
+        nodes = _check(labels, nodes, rng)
         return [np.sort(p) for p in np.array_split(rng.permutation(len(labels)), nodes)]
 
 
@@ -48,12 +47,12 @@ class Shards:
     shards_per_node: int = 2
 
     def __post_init__(self) -> None:
-        value = self.shards_per_node
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise InputError(f"shards_per_node = {value!r} is out of range (expected an integer >= 1)")
+        object.__setattr__(
+            self, "shards_per_node", whole_number("shards_per_node", self.shards_per_node, low=1)
+        )
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes, rng)
+        nodes = _check(labels, nodes, rng)
         if self.shards_per_node * nodes > len(labels):  # (>= 1: __post_init__)
             raise InputError(
                 f"shards_per_node = {self.shards_per_node} does not fit {len(labels)} samples on "
@@ -75,7 +74,7 @@ class Dirichlet:
         object.__setattr__(self, "alpha", real_number("alpha", self.alpha, low=0, low_open=True))
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes, rng)
+        nodes = _check(labels, nodes, rng)
         parts: list[list[int]] = [[] for _ in range(nodes)]
         for c in np.unique(labels):
             members = rng.permutation(np.flatnonzero(labels == c))
@@ -96,7 +95,7 @@ class Given:
     node: np.ndarray
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
-        _check(labels, nodes, rng)
+        nodes = _check(labels, nodes, rng)
         node = np.asarray(self.node)
         if not whole_numbers(node):  # a node id of 0.5 matched no node: its sample was dropped
             raise InputError(f"the given node ids have dtype {node.dtype} and are not all whole numbers "

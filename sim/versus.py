@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds._checks import whole_number
 from bounds.graph.topologies import ring
 from sim.algorithms import local_step_count
 from sim.config import RunConfig
@@ -224,8 +225,7 @@ TRAINING_SAMPLES = {"mnist": 60_000, "cifar10": 50_000}
 
 def _at_least(name: str, value: Any, low: int) -> None:
     """InputError naming ``value`` unless it is an integer >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InputError(f"{name} = {value!r} is out of range (expected an integer >= {low})")
+    whole_number(name, value, low=low)
 
 
 def _rates(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:

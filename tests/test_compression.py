@@ -107,19 +107,32 @@ def test_deltas_and_bits() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: TopK(0), r"k = 0 is not a positive integer"),
+        (lambda: TopK(0), r"k = 0 is out of range \(expected an integer >= 1\)"),
         (lambda: TopK(11).delta(10), r"k = 11 exceeds the dimension d = 10"),
         (lambda: Gossip(0.0), r"p = 0.0 is out of range \(expected 0 < p <= 1\)"),
         (lambda: QSGD(0), r"s = 0 is not a positive integer"),
         (lambda: make_compressor("zip", 3), r"unknown compressor 'zip'"),
         (lambda: make_compressor("top_k"), r"needs its parameter k"),
         (lambda: make_compressor("rand_k", 2.5), r"k = 2.5 is not a whole number"),
-        (lambda: RandK(2)(np.array([1.0, np.nan]), np.random.default_rng()), r"NaN or infinite"),
+        (lambda: RandK(2)(np.array([1.0, np.nan]), np.random.default_rng()), r"x is NaN"),
+        (lambda: TopK(2)(np.array([1.0, np.inf]), None), r"x = inf is not finite"),
+        # strings were numpy's ValueError "could not convert string to float: 'x'" (a probe of the library)
+        (lambda: TopK(2)("abc", None), r"x = 'abc' is a string \(expected a real number\)"),
+        (lambda: make_compressor("rand_k", 2).expected_error(["1", "x"]), r"x = \['1', 'x'\] is a string"),
+        (lambda: TopK(2)([[1.0, 2.0]], None), r"x has shape \(1, 2\) \(expected a non-empty vector\)"),
+        (lambda: TopK(2).delta(0), r"d = 0 is out of range \(expected an integer >= 1\)"),
     ],
 )
 def test_bad_parameters(build, message: str) -> None:
     with pytest.raises(InputError, match=message):
         build()
+
+
+def test_whole_number_floats_and_numpy_integers_are_taken_as_everywhere_else() -> None:
+    """delta(100.0) was 'd = 100.0 is not a positive integer' while make_compressor('top_k', 10.0) and
+    dfl_bound(N=10.0) took whole-number floats (a probe of the library): one rule now, bounds._checks's."""
+    assert TopK(10).delta(100.0) == TopK(10).delta(np.int64(100)) == TopK(10).delta(100)
+    assert TopK(np.int64(3)).k == TopK(3.0).k == 3 and isinstance(TopK(3.0).k, int)
 
 
 def test_random_compressors_need_a_generator_and_gossip_takes_numpy_numbers() -> None:

@@ -434,8 +434,8 @@ def test_partitioners_refuse_what_they_would_silently_misread() -> None:
         (lambda: Given(np.r_[0, 0.5, np.zeros(8), np.ones(10)]).split(labels, 2, rng), "not all whole"),
         (lambda: Dirichlet(float("inf")), r"alpha = inf is not finite"),
         (lambda: Dirichlet("0.5"), "alpha = '0.5' is a string"),
-        (lambda: Shards(2.5), "shards_per_node = 2.5 is out of range"),
-        (lambda: IID().split(labels, 2.5, rng), r"nodes = 2.5 is not an integer"),
+        (lambda: Shards(2.5), "shards_per_node = 2.5 is not a whole number"),
+        (lambda: IID().split(labels, 2.5, rng), r"nodes = 2.5 is not a whole number"),
         (lambda: Shards().split(labels.reshape(4, 5), 2, rng), r"labels of shape \(4, 5\)"),
         (lambda: IID().split(labels, 2, None), "rng = None is not a numpy Generator"),
     ]
@@ -444,6 +444,7 @@ def test_partitioners_refuse_what_they_would_silently_misread() -> None:
             call()
     parts = Given(np.r_[np.zeros(10), np.ones(10)]).split(labels, 2, rng)  # float ids that are whole: fine
     assert [len(p) for p in parts] == [10, 10]
+    assert [len(p) for p in IID().split(labels, 2.0, rng)] == [10, 10]  # a whole-number float, as dfl_bound
 
 
 def test_a_run_repeats_from_its_config_json_and_numpy_scalars_are_fields(tiny, tmp_path, capsys) -> None:

@@ -74,8 +74,11 @@ def test_consensus_op_norm_is_zeta_power_lemma7() -> None:
     z = zeta(C)
     for j in range(0, 30, 3):
         assert consensus_op_norm(C, j) == pytest.approx(z**j, rel=1e-9)
-    with pytest.raises(InputError, match=r"j = -1 is not a non-negative integer"):
+    with pytest.raises(InputError, match=r"j = -1 is out of range \(expected an integer >= 0\)"):
         consensus_op_norm(C, -1)
+    with pytest.raises(InputError, match=r"j = 2.5 is not a whole number"):
+        consensus_op_norm(C, 2.5)
+    assert consensus_op_norm(C, 3.0) == consensus_op_norm(C, 3)  # (3.0 was refused, 10.0 nodes taken)
 
 
 def test_zeta_one_is_an_error_with_the_reason() -> None:

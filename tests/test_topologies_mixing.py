@@ -78,12 +78,19 @@ def test_large_graphs_give_sparse_matrices() -> None:
         ("ring", 2, r"nodes = 2 is too small for topology 'ring' \(expected >= 3\)"),
         ("hypercube", 12, r"nodes = 12 is not a power of two"),
         ("torus", 7, r"nodes = 7 cannot form a 2-D torus"),
-        ("ring", 4.5, r"nodes = 4.5 is not an integer"),
+        ("ring", 4.5, r"nodes = 4.5 is not a whole number \(expected an integer\)"),
+        ("ring", "10", r"nodes = '10' is a string"),
     ],
 )
 def test_bad_topology_arguments(name: str, nodes: object, message: str) -> None:
     with pytest.raises(InputError, match=message):
         make_graph(name, nodes)  # type: ignore[arg-type]
+
+
+def test_a_whole_number_float_of_nodes_is_taken_as_dfl_bound_takes_it() -> None:
+    """make_graph('ring', 10.0) was 'is not an integer' while dfl_bound(N=10.0) took it (a probe)."""
+    assert sorted(make_graph("ring", 10.0).edges) == sorted(make_graph("ring", np.int64(10)).edges)
+    assert make_graph("ring", 10.0).number_of_nodes() == 10
 
 
 def test_unknown_weight_rule() -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bounds._checks import InputError, one_of, real_number
+from bounds._checks import InputError, one_of, real_array, real_number, whole_number
 
 __all__ = ["COMPRESSORS", "QSGD", "Compressor", "Gossip", "Identity", "RandK", "TopK", "make_compressor"]
 
@@ -56,11 +56,11 @@ def _generator(rng: object, compressor: object) -> np.random.Generator:
 
 
 def _vector(x: object) -> np.ndarray:
-    v = np.asarray(x, dtype=np.float64)
-    if v.ndim != 1 or v.size == 0:
+    """``x`` as a float64 vector: InputError for strings, NaN, infinities (numpy's ValueError for ['1', 'x'])
+    and anything but one non-empty dimension."""
+    v = real_array("x", x)
+    if v.ndim != 1:
         raise InputError(f"x has shape {v.shape} (expected a non-empty vector)")
-    if not np.isfinite(v).all():
-        raise InputError("x has NaN or infinite entries (expected finite numbers)")
     return v
 
 
@@ -88,9 +88,7 @@ class Compressor:
 
     def check_dimension(self, d: int) -> int:
         """Validate that the operator is defined for dimension d."""
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
-            raise InputError(f"d = {d!r} is not a positive integer (expected the vector dimension)")
-        return int(d)
+        return whole_number("d", d, low=1)  # (the vector dimension)
 
 
 @dataclass(frozen=True)
@@ -119,8 +117,7 @@ class _Sparsifier(Compressor):
     k: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
-            raise InputError(f"k = {self.k!r} is not a positive integer (expected 1 <= k <= d)")
+        object.__setattr__(self, "k", whole_number("k", self.k, low=1))  # (and k <= d: check_dimension)
 
     def check_dimension(self, d: int) -> int:
         d = super().check_dimension(d)

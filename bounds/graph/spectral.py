@@ -29,7 +29,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import InputError, flag
+from bounds._checks import InputError, flag, whole_number
 from bounds.graph.mixing import Matrix, check_mixing_matrix
 
 __all__ = ["SpectralSummary", "consensus_op_norm", "has_eigenvalue_minus_one", "spectral_summary", "zeta"]
@@ -258,8 +258,7 @@ def consensus_op_norm(C: Matrix, j: int) -> float:
     >>> round(consensus_op_norm(C, 3), 6)  # zeta = 0.5, zeta^3
     0.125
     """
-    if isinstance(j, bool) or not isinstance(j, int | np.integer) or j < 0:
-        raise InputError(f"j = {j!r} is not a non-negative integer (expected the power j >= 0)")
+    j = whole_number("j", j, low=0)  # (the power)
     M = check_mixing_matrix(C, require_connected=False)
     n = M.shape[0]
     if sp.issparse(M):

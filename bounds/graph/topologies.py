@@ -22,7 +22,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from bounds._checks import InputError, real_number
+from bounds._checks import InputError, real_number, whole_number
 from bounds.graph.names import check_topology_file, check_topology_name
 
 __all__ = [
@@ -42,8 +42,7 @@ __all__ = [
 
 
 def _check_nodes(name: str, nodes: int, minimum: int) -> int:
-    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
-        raise InputError(f"nodes = {nodes!r} is not an integer (expected a whole number; topology {name!r})")
+    nodes = whole_number("nodes", nodes)
     if nodes < minimum:
         raise InputError(f"nodes = {nodes} is too small for topology {name!r} (expected >= {minimum})")
     return int(nodes)
