@@ -49,6 +49,10 @@ def _first_bad(values: np.ndarray, bad: np.ndarray) -> Any:
 
 
 MAX_EXACT_INTEGER = 2**53  # integers beyond it are not exact in float64 (T = 1e30 would overflow int64)
+MAX_CELLS = 20_000_000
+"""The most cells a bound's broadcast arguments may span: about 250 bytes each are held while it is computed
+(Proposition 1: 246 MB for 10^6 cells), so 5 GB. A 10^5 x 10^5 grid asked numpy for 149 GiB (MemoryError
+from inside numpy, a probe of the library)."""
 
 
 def real_array(
@@ -178,7 +182,18 @@ def broadcastable(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             ) from None
         if arr.ndim:
             seen.append(f"{name} {arr.shape}")
+    check_cells(math.prod(shape), ", ".join(seen))
     return arrays
+
+
+def check_cells(cells: int, what: str) -> None:
+    """InputError where ``cells`` (the broadcast size of ``what``, the arguments' shapes) exceeds
+    :data:`MAX_CELLS`."""
+    if cells > MAX_CELLS:
+        raise InputError(
+            f"{what} span {cells:,} cells (expected at most {MAX_CELLS:,}: about 250 bytes a cell are held "
+            "in memory; compute the bound in parts)"
+        )
 
 
 def _num(x: float) -> str:

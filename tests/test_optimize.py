@@ -290,6 +290,21 @@ def test_optimisers_and_cost_models_take_single_numbers_only() -> None:
     assert CostModel(np.float32(1.0), 2).t_comm == 2.0 and isinstance(CostModel(1, 2).t_comp, float)
 
 
+def test_a_round_is_priced_for_whole_numbers_of_steps_only() -> None:
+    """round_seconds(-4, 4) was -2.0 s, (4.5, 4) priced half a step, and arrays that do not broadcast were
+    numpy's error (a probe of the library). Two numbers give a float, arrays an array."""
+    cost = CostModel(1.0, 0.5)
+    for args, message in [((-4, 4), r"^tau1 = -4 is out of range \(expected an integer >= 0\)"),
+                          ((4.5, 4), r"^tau1 = 4.5 is not a whole number"),
+                          ((4, "2"), r"^tau2 = '2' is a string"),
+                          ((np.array([1, 2]), np.array([1, 2, 3])), r"^tau2 has shape \(3,\), which does not "
+                           r"broadcast with tau1 \(2,\)")]:  # fmt: skip
+        with pytest.raises(InputError, match=message):
+            cost.round_seconds(*args)
+    assert cost.round_seconds(4, 4) == 6.0 and isinstance(cost.round_seconds(4, 4), float)
+    assert cost.round_seconds(np.array([1, 2]), 0).tolist() == [1.0, 2.0]
+
+
 def test_a_bad_mixing_matrix_is_named_before_its_size() -> None:
     """A (2, 3) array was called '2 x 2', a string 'None x None'."""
     with pytest.raises(InputError, match=r"C has shape \(2, 3\)"):

@@ -264,3 +264,26 @@ def test_bound_grid_names_itself_and_an_empty_axis() -> None:
         bound_grid(tau1=[1, 2], tau2=[3], zeta=[0.5], L=1)
     with pytest.raises(InputError, match=r"^tau1 = \[\] is empty"):
         bound_grid(tau1=[], tau2=[3], zeta=[0.5], L=1, sigma2=1, N=10, eta=0.01, T=1000, gap=1)
+
+
+def test_bound_grid_names_the_axes_as_given_and_refuses_a_grid_beyond_memory() -> None:
+    """A string axis was named by the mesh it made (tau1 = array([[['1']], [['2']]], dtype='<U1')), a
+    generator by an object array of it, and a 10^5 x 10^5 grid was numpy's MemoryError for 149 GiB (a probe
+    of the library); dfl_bound's own broadcast arrays too."""
+    from bounds._checks import MAX_CELLS
+
+    constants = {"L": 1, "sigma2": 1, "N": 10, "eta": 0.01, "T": 10**6, "gap": 1}
+    cases = [
+        ({"tau1": ["1", "2"]}, r"^tau1 = \['1', '2'\] is a string \(expected a real number\)$"),
+        ({"tau2": (t for t in range(3))}, r"^tau2 = <generator object .* is not a list"),
+        ({"zeta": {0.5, 0.9}}, r"^zeta = \{0.5, 0.9\} is not a list"),
+        ({"tau1": range(1, 100_001), "tau2": range(1, 100_001)},
+         r"^tau1 x tau2 x zeta 100000 x 100000 x 1 span 10,000,000,000 cells \(expected at most 20,000,000"),
+    ]  # fmt: skip
+    for axes, message in cases:
+        with pytest.raises(InputError, match=message):
+            bound_grid(**{"tau1": [1, 2], "tau2": [3], "zeta": [0.5], **axes}, **constants)
+    big = {"tau1": np.arange(1, 100_001)[:, None], "tau2": np.arange(1, 100_001)[None, :], "zeta": 0.5}
+    with pytest.raises(InputError, match=r"^tau1 \(100000, 1\), tau2 \(1, 100000\) span 10,000,000,000 "):
+        dfl_bound(**big, **constants)
+    assert MAX_CELLS == 20_000_000  # (5 GB at 250 bytes a cell: the message's figure)

@@ -22,12 +22,14 @@ eta_max must pass its own condition.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, broadcastable, real_array
+from bounds._checks import InputError, broadcastable, check_cells, real_array
 from bounds.dfl import formulas as f
 from bounds.result import Result, overflow_note, scalar_or_array
 
@@ -386,16 +388,22 @@ def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
                 f"{name} = {value!r} is not a single number (expected the mesh's axes in tau1, tau2 and zeta "
                 "only; for other axes call dfl_bound with broadcastable arrays)"
             )
+    axes = {}
     for name, axis in (("tau1", tau1), ("tau2", tau2), ("zeta", zeta)):
-        if np.ndim(axis) > 1:  # meshgrid flattened a 2-d axis into one of its length
-            raise InputError(f"{name} has shape {np.shape(axis)} (expected a number or a 1-d list: an "
-                             "axis of the mesh)")  # fmt: skip
+        if isinstance(axis, Iterator | set | frozenset):  # (numpy made an object array of the generator)
+            raise InputError(f"{name} = {axis!r} is not a list (expected a number or a 1-d list: an axis)")
         if np.size(axis) == 0:  # (dfl_bound showed the empty mesh, shape (0, 1, 1))
             raise InputError(f"{name} = {axis!r} is empty (expected a number or a non-empty 1-d list)")
+        axes[name] = np.atleast_1d(real_array(name, axis))  # named as given: the mesh's values were shown
+        if axes[name].ndim > 1:  # meshgrid flattened a 2-d axis into one of its length
+            raise InputError(f"{name} has shape {np.shape(axis)} (expected a number or a 1-d list: an "
+                             "axis of the mesh)")  # fmt: skip
+    check_cells(math.prod(a.size for a in axes.values()), "tau1 x tau2 x zeta " + " x ".join(
+        str(a.size) for a in axes.values()))  # fmt: skip
     missing = [k for k in ("L", "sigma2", "N", "eta", "T", "gap") if k not in scalars]
     if missing:  # (dfl_bound's TypeError named dfl_bound)
         raise InputError(
             f"bound_grid needs {', '.join(missing)} (expected the keyword arguments of dfl_bound)"
         )
-    t1, t2, z = np.meshgrid(np.atleast_1d(tau1), np.atleast_1d(tau2), np.atleast_1d(zeta), indexing="ij")
+    t1, t2, z = np.meshgrid(axes["tau1"], axes["tau2"], axes["zeta"], indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, real_number, whole_number
+from bounds._checks import InputError, broadcastable, real_array, real_number, whole_number
 
 __all__ = ["CostModel"]
 
@@ -60,9 +60,14 @@ class CostModel:
         return CostModel(self.t_comp, self.t_comm * scale)
 
     def round_seconds(self, tau1: Any, tau2: Any) -> Any:
-        """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast)."""
+        """Seconds of one round, tau1 t_comp + tau2 t_comm (arrays broadcast; a float for two numbers).
+        tau1 and tau2 are step counts, whole numbers >= 0: -4 gave a negative duration, 4.5 a time for
+        half a step, and arrays that do not broadcast numpy's error (a probe of the library)."""
+        steps = broadcastable({"tau1": real_array("tau1", tau1, low=0, integer=True),
+                               "tau2": real_array("tau2", tau2, low=0, integer=True)})  # fmt: skip
         with np.errstate(over="ignore"):  # t_comp = t_comm = 1e308: a round longer than float64 holds is inf
-            return tau1 * self.t_comp + tau2 * self.t_comm
+            seconds = steps["tau1"] * self.t_comp + steps["tau2"] * self.t_comm
+        return float(seconds) if seconds.ndim == 0 else seconds
 
     def step_seconds(self, local: bool, gossip: bool) -> float:
         """Seconds of one step that is a local step, a gossip step, or both at once (D-SGD)."""

@@ -309,7 +309,8 @@ def budget_grid(
     if t1_max * t2_max > MAX_GRID_CELLS:
         raise InputError(
             f"max_tau1 x max_tau2 = {t1_max} x {t2_max} = {t1_max * t2_max:,} cells is too many (expected at "
-            f"most {MAX_GRID_CELLS:,}: the grid is held in memory; lower --max-tau1 / --max-tau2)"
+            f"most {MAX_GRID_CELLS:,}: the grid is held in memory; lower max_tau1 / max_tau2, the flags "
+            "--max-tau1 / --max-tau2)"
         )
     tau1, tau2 = np.meshgrid(np.arange(1, t1_max + 1.0), np.arange(1, t2_max + 1.0), indexing="ij")
     rounds = np.full(tau1.shape, np.inf)
