@@ -7,6 +7,7 @@ matplotlib Figure; :func:`save` writes PNG + PDF.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,6 +50,11 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
     as ``path.png`` and ``path.pdf``; returns the paths written. (``x.svg`` used to give x.png and x.pdf.)
     A folder (a path ending in '/', or one that is a folder) is refused: 'figs/' gave figs.png beside it.
     Each file is written whole or not at all (:func:`sim.run_folder.atomic_write`)."""
+    if not isinstance(fig, Figure):  # (an AttributeError 'savefig' for save('fig', 'x.png'))
+        raise InputError(f"save: fig = {fig!r} is a {type(fig).__name__} (expected a matplotlib Figure, as "
+                         "this module's figure functions return)")  # fmt: skip
+    if not isinstance(path, str | os.PathLike):  # (pathlib's TypeError for None)
+        raise InputError(f"save: path = {path!r} is not a file name (expected a str or a Path)")
     if str(path).endswith(("/", "\\")) or Path(path).is_dir():
         raise InputError(f"save: path = {str(path)!r} is a folder (expected a file name, such as "
                          f"{str(Path(path) / 'figure')!r}, or one ending in .png, .pdf or .svg)")  # fmt: skip
@@ -88,6 +94,9 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
         raise InputError("run_curves: no runs (expected at least one metrics table)")
     for name, frame in runs.items():
         _require_columns(frame, (x, *(c for c, _ in RUN_PANELS)), f"run_curves, run {name!r}")
+        if frame.empty:  # (an empty figure)
+            raise InputError(f"run_curves, run {name!r}: the table has no rows (expected the run's logged "
+                             "rows)")  # fmt: skip
     columns = min(4, math.ceil(len(runs) / 8))
     legend_rows = math.ceil(len(runs) / columns)
     height = 7 + 0.2 * legend_rows
@@ -198,7 +207,10 @@ def fig3_variance(variance: Sequence[float]) -> Figure:
     ``variance`` holds one finite number >= 0 a step, at least one; a 0 (exact consensus) is drawn at the
     bottom of the log axis with a hollow marker, since log 0 has no place on it.
     """
-    values = real_array("variance", variance, low=0).ravel()
+    values = real_array("variance", variance, low=0)
+    if values.ndim > 1:  # ([[1.0, 0.5]] was drawn as one series)
+        raise InputError(f"variance has shape {values.shape} (expected a 1-d list, one value a gossip step)")
+    values = values.ravel()
     zero = values == 0
     floor = values[~zero].min() / 10 if (~zero).any() else 1e-300
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -305,7 +317,12 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
 
 
 def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], figure: str) -> None:
-    """InputError naming the first of ``columns`` the table lacks (not pandas' KeyError)."""
+    """InputError naming the first of ``columns`` the table lacks (not pandas' KeyError), or that it is no
+    table (a path or a dict of arrays was an AttributeError 'columns')."""
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(f"{figure}: the table is a {type(frame).__name__} (expected a pandas DataFrame: "
+                         "pandas.read_csv of a metrics.csv, or an optimiser result's "
+                         "grid_frame())")  # fmt: skip
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"{figure}: the table has no column {missing[0]!r} (its columns: "
@@ -316,7 +333,11 @@ def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Cells no other cell beats on both cost and value (lower is better for both); a cell whose cost or
     value is NaN or infinite (-inf included) is never on the front (lexsort put a NaN cost last, where any
     finite value could still join the front)."""
-    cost, value = np.asarray(cost, dtype=float), np.asarray(value, dtype=float)
+    try:
+        cost, value = np.asarray(cost, dtype=float), np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # (numpy's 'could not convert string to float')
+        raise InputError(f"cost = {cost!r} and value = {value!r} are not both numbers (expected two 1-d "
+                         "arrays of numbers)") from None  # fmt: skip
     if cost.shape != value.shape or cost.ndim != 1:
         raise InputError(f"cost of shape {cost.shape} and value of shape {value.shape} (expected two 1-d "
                          "arrays of one length)")  # fmt: skip
@@ -339,6 +360,8 @@ def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -
     _require_columns(grid, (value,) + (("rounds", "tau2", "bits_per_message") if cost == "bits" and "bits"
                                         not in grid else (cost,)), "pareto_front")  # fmt: skip
     frame = grid[np.isfinite(grid[value])].copy()
+    if frame.empty:  # (an empty figure; bound_heatmap refused)
+        raise InputError(f"pareto_front: no finite {value!r} in the grid (expected at least one finite cell)")
     if cost == "bits" and "bits" not in frame:
         frame["bits"] = frame["rounds"] * frame["tau2"] * frame["bits_per_message"]
     mask = pareto_mask(frame[cost].to_numpy(float), frame[value].to_numpy(float))

@@ -418,3 +418,27 @@ def test_a_figure_cut_off_mid_write_leaves_no_file(tmp_path, monkeypatch) -> Non
     for name in ("a.svg", "b.JPG", "c.pdf"):
         (path,) = save(fig3_variance([0.16, 0.03]), tmp_path / name)
         assert path.read_bytes()[:4] in (b"<?xm", b"\xff\xd8\xff\xe0", b"%PDF"), name
+
+
+def test_plausible_mistakes_with_the_figure_functions_are_named() -> None:
+    """A path where a table belongs, an optimiser's raw grid, save(fig, None), save('fig', 'x.png') and
+    strings to pareto_mask were AttributeErrors, TypeErrors and numpy's ValueError; an empty run, a grid
+    without a finite bound and a 2-d variance were drawn as empty or wrong figures (a library probe)."""
+    from plots.figures import pareto_front, run_curves
+
+    r = optimize_dfl(L=1, sigma2=1, N=10, gap=1, zeta=0.87, cost=CostModel(1, 0.5), budget_seconds=500,
+                     max_tau1=4, max_tau2=4)  # fmt: skip
+    columns = ["step", "model_time", "train_loss", "test_acc", "consensus", "grad_norm2"]
+    cases = [
+        (lambda: run_curves({"a": "runs/a/metrics.csv"}), r"^run_curves, run 'a': the table is a str"),
+        (lambda: bound_heatmap(r.grid), r"^bound_heatmap: the table is a dict \(expected a pandas DataFrame"),
+        (lambda: save(fig3_variance([1.0]), None), r"^save: path = None is not a file name"),
+        (lambda: save("fig", "x.png"), r"^save: fig = 'fig' is a str \(expected a matplotlib Figure"),
+        (lambda: pareto_mask(np.array(["a"]), np.array([1.0])), r"are not both numbers"),
+        (lambda: run_curves({"a": pd.DataFrame(columns=columns)}), r"^run_curves, run 'a': .* has no rows"),
+        (lambda: pareto_front(r.grid_frame().assign(bound=np.inf)), r"^pareto_front: no finite 'bound'"),
+        (lambda: fig3_variance([[1.0, 0.5]]), r"^variance has shape \(1, 2\) \(expected a 1-d list"),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            call()
