@@ -148,3 +148,23 @@ def test_lambda_2_of_a_large_periodic_c_is_its_own_not_nan(n: int) -> None:
     if n == 1600:
         two = sp.block_diag([_zero_diagonal_ring(800)] * 2, format="csr")
         assert spectral_summary(two, allow_disconnected=True).lambda_2 == 1.0
+
+
+def test_a_float32_mixing_matrix_is_taken_to_its_precision_and_a_graph_is_named() -> None:
+    """zeta of a float32 C (torch's default dtype) was refused: 'row 0 of C sums to 1.0000000298', as every
+    lower-precision C; a networkx graph given for C was 'C has shape (5,)' (a probe of the library). A
+    float32 C is checked to its own precision (a row sum off by 1e-5 is still refused)."""
+    import torch
+
+    C = mixing_matrix(ring(10))
+    exact = zeta(C)
+    low = C.astype(np.float32)
+    for given in (low, torch.tensor(C, dtype=torch.float32), sp.csr_matrix(low), C.astype(np.float16)):
+        assert zeta(given) == pytest.approx(exact, abs=1e-3 if given.dtype == np.float16 else 1e-6)
+        assert spectral_summary(given).zeta == zeta(given)
+    with pytest.raises(InputError, match=r"^row 0 of C sums to 1.00001"):
+        zeta((C + 1e-5 * np.eye(10)).astype(np.float32))
+    with pytest.raises(InputError, match=r"^row 0 of C sums to 1.0000000298"):  # float64 keeps its 1e-10
+        zeta(C.astype(np.float32).astype(np.float64))
+    with pytest.raises(InputError, match=r"^C is a networkx Graph \(expected its mixing matrix: "):
+        zeta(make_graph("ring", 5))

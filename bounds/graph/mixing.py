@@ -200,7 +200,9 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
 
     Checks, each with a message naming the worst entry: square, finite,
     non-negative, symmetric, rows summing to 1, and (``require_connected``) a
-    connected graph of non-zero entries. Whether zeta < 1 (which also needs
+    connected graph of non-zero entries. A C given in a lower precision has 16
+    of its ulps added to ``tol`` (1.9e-6 for float32), its values then read
+    as float64 as they are. Whether zeta < 1 (which also needs
     C to be aperiodic) is checked by :func:`bounds.graph.spectral.spectral_summary`.
 
     >>> check_mixing_matrix([[0.5, 0.5], [0.4, 0.6]])
@@ -210,6 +212,9 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     """
     tol = real_number("tol", tol, low=0)  # NaN accepted any C; '1' raised a TypeError
     require_connected = flag("require_connected", require_connected)  # 'no' meant True
+    if type(C).__module__.startswith("networkx"):  # ('C has shape (5,)': a graph given for its matrix)
+        raise InputError(f"C is a networkx {type(C).__name__} (expected its mixing matrix: "
+                         "bounds.mixing_matrix(graph))")  # fmt: skip
     kind = C.dtype.kind if sp.issparse(C) else _kind(C)
     if kind == "O":  # objects: numbers such as sympy Rationals or Fractions are real numbers too
         kind = "f" if _real_objects(C) else "?"
@@ -218,11 +223,18 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
         what = names.get(kind, "no numbers")
         raise InputError(f"C holds {what} (expected an N x N matrix of real numbers)")
     if sp.issparse(C):
+        given = C.dtype
         M = sp.csr_matrix(C, dtype=np.float64)
         values = M.data
     else:
+        given = np.asarray(C).dtype
         M = np.asarray(C, dtype=np.float64)
         values = M
+    row_tol = tol * max(1, M.shape[0]) if M.ndim == 2 else tol  # (float64 sums of N entries)
+    if given.kind == "f" and given.itemsize < 8:  # float32 (torch's default) holds 1/3 to 3e-8: its row
+        slack = 16 * float(np.finfo(given).eps)  # sums missed 1 by more than 1e-10 (a probe); an entry is
+        tol, row_tol = tol + slack, row_tol + slack  # off by half an ulp at most, a row sum (of entries
+        # summing to 1) too
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
         raise InputError(f"C has shape {M.shape} (expected a non-empty square N x N matrix)")
     if not np.isfinite(values).all():
@@ -245,7 +257,7 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
         )
     sums = np.asarray(M.sum(axis=1)).ravel()
     worst = int(np.argmax(abs(sums - 1.0)))
-    if abs(sums[worst] - 1.0) > tol * max(1, M.shape[0]):
+    if abs(sums[worst] - 1.0) > row_tol:
         raise InputError(
             f"row {worst} of C sums to {sums[worst]:.12g} (expected every row to sum to 1; "
             "this is the worst row)"

@@ -86,6 +86,12 @@ def spectral_summary(C: Matrix, *, allow_disconnected: bool = False) -> Spectral
     """
     allow_disconnected = flag("allow_disconnected", allow_disconnected)
     M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
+    return _summary(M, allow_disconnected)
+
+
+def _summary(M: Matrix, allow_disconnected: bool) -> SpectralSummary:
+    """:func:`spectral_summary` of a checked C (checked again, a float32 C failed: its float64 copy's rows
+    miss 1 by more than float64's tolerance)."""
     n = M.shape[0]
     if n == 1:
         return SpectralSummary(1, float("nan"), float("nan"), 0.0, 1.0, 0.0, "trivial (N = 1)")
@@ -114,7 +120,7 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
     allow_disconnected = flag("allow_disconnected", allow_disconnected)
     M = _dense_if_small_or_J(check_mixing_matrix(C, require_connected=not allow_disconnected))
     if not sp.issparse(M) or M.shape[0] == 1:
-        return spectral_summary(M, allow_disconnected=allow_disconnected).zeta
+        return _summary(M, allow_disconnected).zeta
     if connected_components(M != 0, directed=False)[0] > 1:  # eigenvalue 1 twice: Lanczos may miss it
         return 1.0
     periodic = _periodic(M)  # eigenvalue -1: Lanczos settled on lambda_2 (0.99999 for a 1,600-ring, a probe)
