@@ -87,17 +87,24 @@ def real_array(
         raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
     if raw.dtype.kind == "b":
         raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
-    if raw.dtype.kind in "USc":  # '1' and b'1' would convert; a complex number would lose its imaginary part
-        what = "a complex number" if raw.dtype.kind == "c" else "a string"
+    if raw.dtype.kind in "UScmM":  # '1' and b'1' would convert, a complex number lose its imaginary part, a
+        # date or duration count its units (a datetime64 eta computed a bound of 3.3e9, a probe)
+        what = {"c": "a complex number", "m": "a duration", "M": "a date"}.get(raw.dtype.kind, "a string")
         raise InputError(f"{name} = {value!r} is {what} (expected a real number)")
+    if raw.dtype.kind == "O" and any(v is None for v in raw.flat):  # (it was called NaN)
+        raise InputError(f"{name} = {value!r} holds None (expected real numbers)")
+    if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():  # (the masked values were used)
+        raise InputError(f"{name} has masked entries (expected plain numbers: the mask is not read; give "
+                         "the values meant, with .filled() or .compressed())")  # fmt: skip
     if raw.size == 0:
         raise InputError(f"{name} = {value!r} is empty (expected a number or a non-empty array)")
     try:
         arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
-    if np.isnan(arr).any():
-        raise InputError(f"{name} is NaN (expected a real number)")
+    if np.isnan(arr).any():  # (an array's position named: 'zeta is NaN' for [0.5, nan, 0.9])
+        where = "" if arr.ndim == 0 else str(list(map(int, np.argwhere(np.isnan(arr))[0])))
+        raise InputError(f"{name}{where} is NaN (expected a real number)")
     if not allow_inf and np.isinf(arr).any():
         raise InputError(f"{name} = {_first_bad(arr, np.isinf(arr))} is not finite")
     expected = _domain_text(low, high, low_open, high_open, integer)

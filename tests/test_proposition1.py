@@ -287,3 +287,41 @@ def test_bound_grid_names_the_axes_as_given_and_refuses_a_grid_beyond_memory() -
     with pytest.raises(InputError, match=r"^tau1 \(100000, 1\), tau2 \(1, 100000\) span 10,000,000,000 "):
         dfl_bound(**big, **constants)
     assert MAX_CELLS == 20_000_000  # (5 GB at 250 bytes a cell: the message's figure)
+
+
+def test_dates_none_masked_entries_and_nan_positions_are_named() -> None:
+    """eta = datetime64 computed a bound of 3.3e9, tau1 = timedelta64(4) was taken as 4, a None was called
+    NaN, a masked entry was computed anyway, and 'zeta is NaN' did not say which of the values (a probe)."""
+    constants = {
+        "L": 1,
+        "sigma2": 1,
+        "N": 10,
+        "eta": 0.01,
+        "tau1": 4,
+        "tau2": 4,
+        "zeta": 0.87,
+        "T": 1000,
+        "gap": 1,
+    }
+    cases = [
+        (
+            {"eta": np.datetime64("2020-01-01")},
+            r"^eta = np.datetime64\('2020-01-01'\) is a date \(expected a real",
+        ),
+        ({"tau1": np.timedelta64(4)}, r"^tau1 = np.timedelta64\(4\) is a duration"),
+        (
+            {"zeta": np.array([0.5, None], dtype=object)},
+            r"^zeta = array\(\[0.5, None\], dtype=object\) holds None",
+        ),
+        ({"zeta": np.ma.masked_array([0.5, 2.0], [False, True])}, r"^zeta has masked entries"),
+        ({"zeta": [0.5, np.nan, 0.9]}, r"^zeta\[1\] is NaN"),
+        ({"zeta": [[0.5, 0.6], [np.nan, 0.1]]}, r"^zeta\[1, 0\] is NaN"),
+    ]
+    for change, message in cases:
+        with pytest.raises(InputError, match=message):
+            dfl_bound(**{**constants, **change})
+    unmasked = np.ma.masked_array([0.5, 0.6], [False, False])  # nothing masked: its values, as an array's
+    assert (
+        dfl_bound(**{**constants, "zeta": unmasked}).bound.tolist()
+        == dfl_bound(**{**constants, "zeta": [0.5, 0.6]}).bound.tolist()
+    )
