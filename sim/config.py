@@ -124,8 +124,9 @@ class RunConfig:
         positive_ints = ("nodes", "steps", "log_every", "eval_samples", "checkpoint_every")
         for name in positive_ints:
             value = getattr(self, name)
-            if value < 1:
-                raise InputError(f"{name} = {value!r} is out of range (expected an integer >= 1)")
+            if value < 1:  # (nodes = 0 was told 'expected >= 1', then 1 refused: it says 2 at once)
+                low = 2 if name == "nodes" else 1
+                raise InputError(f"{name} = {value!r} is out of range (expected an integer >= {low})")
         if self.steps > MAX_STEPS:
             raise InputError(
                 f"steps = {self.steps:,} is out of range (expected at most {MAX_STEPS:,}: a run holds its "

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -334,13 +335,30 @@ def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:
     checkpoint and metrics checked: reading only, nothing made (a caller makes its own folder after it, as
     ``dfl-sim sweep`` does; a refused sweep used to leave that folder with a new sweep.json)."""
     check_compatible(configs)
-    for c in configs:
-        c.validate()
+    for i, c in enumerate(configs):
+        with _naming_run(i, configs):
+            c.validate()
     check_threads(configs[0].threads)  # (one value for all: check_compatible)
     data = load_dataset(configs[0].dataset, configs[0].data_dir)
-    setups = [prepare(c, main=False, data=data) for c in configs]  # every input checked before any folder
+    setups = []
+    for i, c in enumerate(configs):  # every input checked before any folder
+        with _naming_run(i, configs):
+            setups.append(prepare(c, main=False, data=data))
     check_outs(configs, [s.digests for s in setups])
     return setups
+
+
+@contextmanager
+def _naming_run(i: int, configs: Sequence[RunConfig]) -> Iterator[None]:
+    """An InputError of configs[i] names the run, after the first: 'eta = -1 is out of range' did not say
+    which of 100 (a probe of the library). The first run's are said as they are: they include every error
+    of the fields all runs share (the data set, the device), which are checked with it."""
+    try:
+        yield
+    except InputError as exc:
+        if i == 0:
+            raise
+        raise InputError(f"run {i} of {len(configs)} (out = {configs[i].out!r}): {exc}") from None
 
 
 def build_engine(

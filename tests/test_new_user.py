@@ -504,6 +504,26 @@ def test_the_library_refuses_more_threads_than_cores_as_the_commands_do(tiny, tm
     assert list(tmp_path.iterdir()) == [tiny]
 
 
+def test_a_sweeps_bad_run_is_named_and_nodes_0_asks_for_2(tiny, tmp_path) -> None:
+    """run_sweep([good, eta = -1]) said 'eta = -1 is out of range' without saying which run (a probe of the
+    library); RunConfig(nodes=0) asked for an integer >= 1, and then 1 was refused for 2."""
+    from bounds import InputError
+    from sim.sweep import run_sweep
+
+    good = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=4, out=str(tmp_path / "a"))
+    bad = RunConfig(**{**good.__dict__, "eta": -1.0, "out": str(tmp_path / "b")})
+    with pytest.raises(InputError, match=r"^run 1 of 2 \(out = '.*b'\): eta = -1.0 is out of range"):
+        run_sweep([good, bad])
+    torus = RunConfig(**{**good.__dict__, "topology": "torus", "nodes": 7, "out": str(tmp_path / "c")})
+    with pytest.raises(InputError, match=r"^run 1 of 2 \(out = '.*c'\): .*torus"):  # (prepare's errors too)
+        run_sweep([good, torus])
+    with pytest.raises(InputError, match=r"^eta = -1.0 is out of range"):  # one run: as run() says it
+        run_sweep([bad])
+    with pytest.raises(InputError, match=r"^nodes = 0 is out of range \(expected an integer >= 2\)"):
+        RunConfig(nodes=0).validate()
+    assert list(tmp_path.iterdir()) == [tiny]
+
+
 def test_folder_paths_and_a_full_disk_are_named(capsys, tiny, tmp_path, monkeypatch) -> None:
     """Found by a robustness probe: a name over 255 bytes exited 1 with 'File name too long' (bad input is
     exit 2); --resume into a sweep's folder was told to run without --resume, which is refused too; a full

@@ -503,6 +503,7 @@ def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None
     """RunConfig.threads and set_precision change process-wide torch settings; a run or a sweep called from
     the user's own code gives them back on return and on an error (sim.setup.kept_torch_settings), and leaves
     torch's global random stream where it was."""
+    from sim.host import allowed_cpus
     from sim.setup import kept_torch_settings, set_precision
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
@@ -516,7 +517,8 @@ def test_a_run_and_a_sweep_leave_torch_settings_as_they_found_them(tiny) -> None
             raise RuntimeError("inside")
         assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (True, True, False)
         assert torch.get_num_threads() == mine
-        base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 4, "steps": 3, "threads": mine + 1}
+        other = 1 if mine > 1 else min(2, len(allowed_cpus()))  # (within the cores: more are refused)
+        base = {"dataset": f"npz:{tiny}", "model": "logreg", "nodes": 4, "steps": 3, "threads": other}
         torch.manual_seed(123)  # the caller's random stream: a run's seed used to reseed it (a probe)
         stream = torch.get_rng_state()
         run(RunConfig(**base, out=str(tiny.parent / "one")))
