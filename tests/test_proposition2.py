@@ -325,3 +325,63 @@ def test_a_contraction_that_rounds_to_one_keeps_a_finite_bound() -> None:
     assert cf.D1(1.0, 2, 1.0, 1e-3, 5e-4, 4, 7) == pytest.approx(
         2 * (1 + 1 / 5e-4) * 4 * (1 - 1e-3) ** 4 * cf.geometric_rounds(A, 7) + 4 / 3, rel=1e-9
     )
+
+
+def _cdfl_consensus(tau1: int, tau2: int, rounds: int, *, G: float = 1.0, eta: float = 0.1):
+    """The C-DFL iterates of the paper's proof of Lemma 10 (Appendix C), written here independently:
+    X (d x N, a column per node) starts in consensus with Y = X (e_0 = 0); a round is tau1 local steps
+    X <- X - eta G_t (Y unchanged; every column of G_t of norm G, node i always along its own unit
+    direction, which drives the nodes apart as fast as the G^2 bound allows), then tau2 CHOCO-G steps
+    X <- X + gamma Y (C - I), Y <- Y + Q(X - Y), Q top-k on each node's column, gamma from Lemma 9.
+    Returns, per round k = 1..rounds, ||X^(k) - Xbar^(k)||_F^2 and Phi_k (Lemma 11), and (N, p)."""
+    N, d, k_top = 8, 16, 4
+    C = mixing_matrix(ring(N))
+    s = spectral_summary(C)
+    delta = TopK(k_top).delta(d)
+    p, gamma = cf.choco_p(s.rho, delta), cf.choco_gamma(s.rho, delta, s.beta_mix)
+    directions = np.linalg.qr(np.random.default_rng(0).normal(size=(d, N)))[0]  # orthonormal columns
+    X = np.zeros((d, N))
+    Y = X.copy()
+    Q = TopK(k_top)
+    consensus, phi = [], []
+    for _ in range(rounds):
+        phi_k = 0.0
+        for _ in range(tau1):
+            phi_k += float(np.sum((X - X.mean(axis=1, keepdims=True)) ** 2))
+            X = X - eta * G * directions
+        for _ in range(tau2):
+            X = X + gamma * Y @ (C - np.eye(N))
+            Y = Y + np.column_stack([Q(col, None) for col in (X - Y).T])
+        consensus.append(float(np.sum((X - X.mean(axis=1, keepdims=True)) ** 2)))
+        phi.append(phi_k)
+    return np.array(consensus), np.array(phi), N, p
+
+
+def _lemma10(eta, tau1, N, G2, p, theta, tau2, k):
+    """Lemma 10's right-hand side, from the paper's statement (not bounds.cdfl.formulas)."""
+    A = (1 + theta) * (1 - p) ** tau2
+    return 2 * (1 + 1 / theta) * eta**2 * tau1**2 * N * G2 * (1 - p) ** tau2 / (A - 1) * (A**k - 1)
+
+
+@pytest.mark.parametrize("tau2", [0, 1, 5])
+def test_lemmas_10_and_11_hold_against_a_simulation_of_cdfl_and_a_quarter_of_them_does_not(tau2: int) -> None:
+    """Lemma 10 (||X^(k) - Xbar^(k)||_F^2) and Lemma 11's (119) (Phi_k) against the iterates they bound, for
+    every theta of a grid (the proof holds for any theta > 0), rounds k = 1..8; the functions of
+    bounds.cdfl.formulas equal the paper's statement. CHOCO-G with Lemma 9's gamma (about 1e-3 here)
+    barely mixes in a few steps, and the best theta's bounds are within 2.5x of the truth (2.3 measured):
+    a quarter of either is violated, so the comparison can fail."""
+    tau1, rounds, eta = 3, 8, 0.1
+    consensus, phi, N, p = _cdfl_consensus(tau1, tau2, rounds, eta=eta)
+    k = np.arange(1, rounds + 1)
+    tightest_10 = tightest_11 = np.inf
+    for theta in np.geomspace(1e-3, 1e2, 41):
+        b10 = cf.lemma10_consensus_bound(eta, tau1, N, 1.0, p, theta, tau2, k)
+        np.testing.assert_allclose(b10, _lemma10(eta, tau1, N, 1.0, p, theta, tau2, k), rtol=1e-9)
+        assert (consensus <= b10 * (1 + 1e-12)).all(), (theta, consensus / b10)
+        b11 = cf.lemma11_phi_bound(eta, tau1, N, 1.0, p, theta, tau2, k - 1)  # Phi of round k: X^(k-1)'s
+        assert (phi <= b11 * (1 + 1e-12)).all(), (theta, phi / b11)
+        tightest_10, tightest_11 = (
+            min(tightest_10, (b10 / consensus).min()),
+            min(tightest_11, (b11[1:] / phi[1:]).min()),
+        )
+    assert tightest_10 < 4 and tightest_11 < 4, (tightest_10, tightest_11)  # a quarter: violated

@@ -24,7 +24,9 @@ varsigma2  heterogeneity varsigma^2 (non-i.i.d. data, not in the paper):
 =========  ==========================================================
 
 Division by zero (zeta = 1 or tau2 = 0: gossip never mixes) is left to the
-caller: numpy gives inf, sympy zoo.
+caller: numpy gives inf, sympy zoo, Python floats ZeroDivisionError. Nor is
+any argument checked (eta_max(-1.0, ...) is negative): the checked entry
+points are :mod:`bounds.dfl.proposition1`'s.
 """
 
 from __future__ import annotations

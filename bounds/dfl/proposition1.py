@@ -166,8 +166,9 @@ def dfl_bound(
         zeta: max(|lambda_2(C)|, |lambda_N(C)|) in [0, 1].
         T: total number of steps, local and gossip (integer >= 1).
         gap: F(u_1) - F_inf (>= 0).
-        beta_var: variance-growth parameter of Lemma 2 (>= 0); used only by the
-            general condition and Lemma 1.
+        beta_var: variance-growth parameter of Lemma 2 (>= 0); used by the
+            general condition and Lemma 1, and ``bound_repaired`` and
+            ``bound_non_iid`` are inf where it is > 0 (derived without it).
         heterogeneity: varsigma^2 >= 0, a bound on (1/N) sum_i ||grad f_i(w) - grad F(w)||^2 at the
             average models of the local steps (0: i.i.d. data); used by the non-i.i.d. fields.
 

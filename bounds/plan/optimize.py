@@ -17,12 +17,18 @@ For each (tau1, tau2) every bound here is, as a function of eta,
     ``bound="corrected"``: S = T, D = tau1 / (1 - q) (formulas.local_drift_term_corrected): it
         still counts gossip steps in T, so the same counterexample refutes it.
 
+``bound="non-iid"`` (non-i.i.d. data, heterogeneity varsigma^2) is not of that form: its drift term
+is formulas.drift_term_repaired, (2 eta^2 L^2 sigma^2 D_rep + 4 eta^2 L^2 varsigma^2 h) / (1 - rho_D),
+rho_D growing with eta, and S = K tau1; eta is at most formulas.eta_max_non_iid (rho_D <= 1/2).
+
 With S = T, cheap gossip steps lower 2 gap / (eta T) without any descent, and the optimiser
 piles them up; the repair counts only the local steps.
 
 f is convex on eta > 0, so the best admissible eta is the root of f' clipped to
 (0, eta_max], eta_max the largest eta satisfying (eta). The root is found by
-bisection on log(eta), vectorised over the whole grid, then the best cell wins.
+bisection on log(eta), vectorised over the whole grid, then the best cell wins;
+the non-i.i.d. bound, unimodal in eta, by golden sections on log(eta). A fixed
+eta (``eta=``) is taken in the cells whose eta_max admits it.
 The answer is only as good as the bound: the choice of bound is a parameter.
 """
 
@@ -50,7 +56,7 @@ REFUTED = {
     "corrected": "bound 'corrected' still counts gossip steps in T and is refuted by Proposition 1's "
     "counterexample; use the default 'repaired'",
 }
-_BISECTION_STEPS = 80
+_BISECTION_STEPS = 80  # (halvings of log eta's window; golden sections take twice as many)
 MAX_GRID_CELLS = 4_000_000  # (tau1, tau2) cells: ~100 bytes each across the grid's arrays
 
 
