@@ -327,7 +327,7 @@ def interpolation_slack(triples: list[tuple[np.ndarray, np.ndarray, float]], L: 
     return float(slack)
 
 
-def certificate(problem: Any, value: float) -> dict[str, float]:
+def certificate(problem: Any, value: float | None) -> dict[str, float]:
     """How far a solved PEPit problem is from an exact certificate of ``value`` (its dual objective),
     each error relative to max(1, |value|), after PEPit's own ``check_feasibility``:
 

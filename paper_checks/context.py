@@ -6,8 +6,12 @@ run cannot leave its output folder or device behind for the next, and a test bui
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bounds import InputError
+from bounds._checks import flag, whole_number
 
 __all__ = ["CheckContext"]
 
@@ -25,6 +29,21 @@ class CheckContext:
     device: str = "cpu"
     cifar_dir: str | None = None
     workers: int = field(default=1, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Each field checked as dfl-check's flags are (quick = 'no' meant quick mode, workers = 0 a
+        ValueError from the cell map later, a probe of the library); ``runs`` and ``cifar_dir`` as given."""
+        flag("quick", self.quick)
+        object.__setattr__(self, "workers", whole_number("workers", self.workers, low=1))
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise InputError(f"device = {self.device!r} is not a device name (expected 'cpu', 'cuda' or "
+                             "'cuda:N')")  # fmt: skip
+        if not isinstance(self.runs, str | os.PathLike):
+            raise InputError(f"runs = {self.runs!r} is not a folder path (expected a str or a Path)")
+        object.__setattr__(self, "runs", Path(self.runs))
+        if self.cifar_dir is not None and not isinstance(self.cifar_dir, str | os.PathLike):
+            raise InputError(f"cifar_dir = {self.cifar_dir!r} is not a folder path (expected a str, a "
+                             "Path or None)")  # fmt: skip
 
     @property
     def beside_device(self) -> bool:

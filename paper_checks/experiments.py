@@ -32,7 +32,6 @@ import csv
 import dataclasses
 import itertools
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -404,7 +403,7 @@ def _cifar_base(ctx: CheckContext, folder: str) -> dict[str, Any]:
 
 def _fig7_cifar_configs(ctx: CheckContext) -> dict[str, Any]:
     """Fig. 7(c)-(d)'s runs (none when CIFAR-10 is not configured)."""
-    folder = ctx.cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
+    folder = ctx.cifar_dir  # (--cifar-dir or $DFLKIT_CIFAR10_DIR, resolved in the context: the cache key)
     if not folder:
         return {}
     cfg = _cifar(ctx.quick)
@@ -426,7 +425,7 @@ def _fig7_cifar_configs(ctx: CheckContext) -> dict[str, Any]:
 )
 def fig7_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     """As fig7-tau2; the claimed order of the configured tau2 values (the quick check runs a subset)."""
-    folder = ctx.cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")
+    folder = ctx.cifar_dir
     if not folder:
         raise DataError(
             "CIFAR-10 is not configured: pass --cifar-dir DIR (a folder holding cifar-10-batches-py) "

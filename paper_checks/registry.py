@@ -15,7 +15,17 @@ from typing import Any
 from bounds import InputError
 from paper_checks.context import CheckContext
 
-__all__ = ["CHECKS", "STATUSES", "Check", "Outcome", "check", "combined", "library_digest", "load_checks"]
+__all__ = [
+    "CHECKS",
+    "STATUSES",
+    "Check",
+    "Outcome",
+    "check",
+    "combined",
+    "library_digest",
+    "load_checks",
+    "named_checks",
+]
 
 STATUSES = ("holds", "violated", "inconclusive", "reference", "could not run")
 """``reference``: a documented value or a case outside the claim's assumptions, not evidence either way."""

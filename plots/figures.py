@@ -26,12 +26,16 @@ from sim.run_folder import atomic_write
 __all__ = [
     "bound_heatmap",
     "check_curves",
+    "drift_against_zeta",
+    "drift_ratio_heatmaps",
     "drift_vs_bound",
     "fig3_variance",
     "pareto_front",
     "pareto_mask",
+    "plan_figures",
     "run_curves",
     "save",
+    "tightness_figure",
 ]
 
 RUN_PANELS = (

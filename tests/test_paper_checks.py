@@ -540,3 +540,23 @@ def test_a_cifar_folder_without_the_batches_is_refused_before_any_check_runs(tmp
     )
     assert not (tmp_path / "q" / "report.json").exists()
     assert main(["--out", "q", "--only", "zeta-values", "--estimate"]) == 0  # (it was refused, a review)
+
+
+def test_a_check_context_is_checked_as_the_flags_are() -> None:
+    """CheckContext(quick='no') meant quick mode, workers = 0 failed later in the cell map with a plain
+    ValueError, 2.5 was taken (a probe of the library)."""
+    from pathlib import Path
+
+    from bounds import InputError
+    from paper_checks.context import CheckContext
+
+    for fields, message in [({"quick": "no"}, r"^quick = 'no' is not a flag"),
+                            ({"workers": 0}, r"^workers = 0 is out of range \(expected an integer >= 1\)"),
+                            ({"workers": 2.5}, r"^workers = 2.5 is not a whole number"),
+                            ({"device": None}, r"^device = None is not a device name"),
+                            ({"runs": None}, r"^runs = None is not a folder path"),
+                            ({"cifar_dir": 3}, r"^cifar_dir = 3 is not a folder path")]:  # fmt: skip
+        with pytest.raises(InputError, match=message):
+            CheckContext(**fields)
+    context = CheckContext(runs="out/runs", workers=2.0)
+    assert context.runs == Path("out/runs") and context.workers == 2 and isinstance(context.workers, int)

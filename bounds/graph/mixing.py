@@ -240,17 +240,17 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     if not np.isfinite(values).all():
         raise InputError("C has NaN or infinite entries (expected finite numbers)")
     if values.size and values.min() < -tol:
-        i, j = _argworst(M, -M)
+        i, j = _argworst(-M)
         raise InputError(f"C[{i}, {j}] = {_entry(M, i, j):.6g} is negative (expected c_ij >= 0)")
     if values.size and values.max() > 1 + tol:  # before the row sums (1e308 entries overflowed them)
-        i, j = _argworst(M, M)
+        i, j = _argworst(M)
         raise InputError(
             f"C[{i}, {j}] = {_entry(M, i, j):.6g} exceeds 1 (expected 0 <= c_ij <= 1: non-negative entries "
             "whose rows sum to 1)"
         )
     asym = abs(M - M.T)
     if asym.max() > tol:
-        i, j = _argworst(asym, asym)
+        i, j = _argworst(asym)
         raise InputError(
             f"C is not symmetric: |C[{i}, {j}] - C[{j}, {i}]| = {asym.max():.6g} "
             f"(expected C = C^T within {tol:g})"
@@ -273,7 +273,8 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     return M
 
 
-def _argworst(M: Matrix, score: Matrix) -> tuple[int, int]:
+def _argworst(score: Matrix) -> tuple[int, int]:
+    """The (row, column) of ``score``'s largest entry."""
     dense = as_dense(score)
     i, j = np.unravel_index(int(np.argmax(dense)), dense.shape)
     return int(i), int(j)

@@ -103,7 +103,7 @@ def _summary(M: Matrix, allow_disconnected: bool) -> SpectralSummary:
         z, method = max(abs(lam2), abs(lamN)), "dense eigvalsh"
     z = min(z, 1.0)
     if z >= 1.0 - DISCONNECTED_TOL and not allow_disconnected:
-        raise InputError(_zeta_one_message(lam2, lamN))
+        raise InputError(_zeta_one_message(lamN))
     return SpectralSummary(n, lam2, lamN, z, 1.0 - z, 1.0 - lamN, method)
 
 
@@ -126,7 +126,7 @@ def zeta(C: Matrix, *, allow_disconnected: bool = False) -> float:
     periodic = _periodic(M)  # eigenvalue -1: Lanczos settled on lambda_2 (0.99999 for a 1,600-ring, a probe)
     z = 1.0 if periodic else min(_sparse_zeta(M), 1.0)
     if z >= 1.0 - DISCONNECTED_TOL and not allow_disconnected:
-        raise InputError(_zeta_one_message(float("nan"), -1.0 if periodic else float("nan")))
+        raise InputError(_zeta_one_message(-1.0 if periodic else float("nan")))
     return z
 
 
@@ -146,7 +146,7 @@ def _dense_if_small_or_J(M: Matrix) -> Matrix:
     return M
 
 
-def _zeta_one_message(lam2: float, lamN: float) -> str:
+def _zeta_one_message(lamN: float) -> str:
     if lamN <= -1.0 + DISCONNECTED_TOL:
         why = (
             "C has eigenvalue -1 (a bipartite graph with zero self-weights: gossip "
