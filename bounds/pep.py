@@ -413,6 +413,11 @@ def _solve(
         )
     if solver is None:
         solver = "CLARABEL" if "CLARABEL" in cvxpy.installed_solvers() else None
+    elif not isinstance(solver, str) or solver.upper() not in cvxpy.installed_solvers():  # a typo was a
+        raise InputError(  # failed result with a NaN worst case (a probe of the library)
+            f"solver = {solver!r} is not an installed cvxpy solver (expected one of: "
+            f"{', '.join(cvxpy.installed_solvers())})"
+        )
     try:
         with warnings.catch_warnings():  # "Solution may be inaccurate": the status says so
             warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)

@@ -208,6 +208,17 @@ def test_solver_options_must_be_a_dict() -> None:
         dfl_worst_case(RING4, solver_options="fast", **CELL)
 
 
+def test_a_solver_that_is_not_installed_is_named() -> None:
+    """solver='NOSUCH' returned success=False with a NaN worst case, like a solver that failed (a probe)."""
+    with pytest.raises(
+        InputError, match=r"^solver = 'NOSUCH' is not an installed cvxpy solver \(expected one of: "
+    ):
+        dfl_worst_case(RING4, solver="NOSUCH", **CELL)
+    with pytest.raises(InputError, match=r"^solver = 3 is not an installed cvxpy solver"):
+        gradient_descent_worst_case(L=1.0, eta=0.5, steps=1, solver=3)
+    assert dfl_worst_case(RING4, solver="clarabel", **CELL).success  # cvxpy's names in any case
+
+
 def test_the_certificate_refuses_what_it_cannot_read() -> None:
     """A solved problem whose constraint kinds are not PEPit 0.5's, or that has LMIs beside the Gram matrix,
     or an infinite value: NaN (not trusted), never a pass."""
