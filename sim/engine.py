@@ -9,6 +9,7 @@ for large N). Rows are nodes, so the paper's X_{t+1} = X_t C (columns = nodes) i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -18,7 +19,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from bounds import InputError
 from sim.models import check_stacked_form, loss_fn
 
-__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Stack"]
+__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Sampler", "Stack"]
 
 EVAL_CHUNK_CPU = 512  # samples per evaluation pass on the CPU: MNIST CNN on its 10,000 test samples,
 # 2 cores: 0.58 s in chunks of 512 against 1.70 s in chunks of 4,096 (the caches overflow); CIFAR-10 CNN
@@ -159,6 +160,23 @@ def pick(u: torch.Tensor, flat: torch.Tensor, offsets: torch.Tensor, sizes: torc
     part ``flat[offsets[i] : offsets[i] + sizes[i]]``."""
     local = (u * sizes[:, None]).long().clamp_max(sizes[:, None] - 1)
     return flat[offsets[:, None] + local]
+
+
+class Sampler(Protocol):
+    """A run's mini-batch stream as a trainer and the checkpoints use it: :class:`BatchSampler`, or a
+    distributed rank's slice of it (:class:`sim.distributed.RowSampler`)."""
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each node's sample indices and weights for one local step."""
+        ...
+
+    def state(self) -> torch.Tensor:
+        """The stream's random state, for a checkpoint."""
+        ...
+
+    def restore(self, state: torch.Tensor) -> None:
+        """Continue from a checkpoint's :meth:`state`."""
+        ...
 
 
 @dataclass

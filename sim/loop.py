@@ -31,7 +31,7 @@ from sim.algorithms import (
     LOCAL,
 )
 from sim.config import RunConfig, fingerprint
-from sim.engine import BatchSampler
+from sim.engine import Sampler
 from sim.errors import RunInterrupted, SimulationError
 from sim.evaluation import Evaluator, consensus_distance
 from sim.gossip import ChocoGossip, ExactGossip
@@ -91,7 +91,7 @@ class RunState(Protocol):
     X: torch.Tensor
     t: int
     tau: int
-    sampler: BatchSampler
+    sampler: Sampler
     gen: torch.Generator | None
     gossip: ExactGossip | ChocoGossip
 
@@ -585,7 +585,7 @@ def _save_checkpoint(
     path: Path,
     X: torch.Tensor,
     t: int,
-    sampler: BatchSampler,
+    sampler: Sampler,
     gens: list[torch.Tensor] | None,
     hat: dict[str, torch.Tensor],
     counters: dict,

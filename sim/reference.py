@@ -15,7 +15,7 @@ from torch import nn
 
 from bounds.cdfl.compression import Compressor
 from sim.algorithms import BOTH, GOSSIP, LOCAL
-from sim.engine import BatchSampler
+from sim.engine import Sampler
 from sim.models import loss_fn
 
 __all__ = ["reference_run"]
@@ -43,7 +43,7 @@ def reference_run(
     C: np.ndarray,
     kinds: np.ndarray,
     eta: float,
-    sampler: BatchSampler,
+    sampler: Sampler,
     x_train: torch.Tensor,
     y_train: torch.Tensor,
     *,

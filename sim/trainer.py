@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from sim.algorithms import BOTH, GOSSIP, LOCAL
-from sim.engine import BatchSampler, Stack
+from sim.engine import Sampler, Stack
 from sim.gossip import ChocoGossip, ExactGossip
 
 __all__ = ["Trainer"]
@@ -28,7 +28,7 @@ class Trainer:
     kinds: np.ndarray
     eta: float | Callable[[int], float]
     gossip: ExactGossip | ChocoGossip
-    sampler: BatchSampler
+    sampler: Sampler
     x_train: torch.Tensor
     y_train: torch.Tensor
     tau: int
