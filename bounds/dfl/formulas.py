@@ -196,8 +196,9 @@ def local_drift_bound_103(
 
     with A the constant of (101) (:func:`gossip_coefficient`) and
     S = sum over the local steps s of E||grad F(X_s)||_F^2 (the gradient of the global F at every
-    node's model, eq. (35) of Appendix A-A), a measured quantity. The left side it bounds is
-    (L^2 / (T N)) sum_{t=1}^T E||X_t (I - J)||_F^2.
+    node's model, defined in Appendix A-A: eq. (35) counting the paper's numbered equations from its
+    start, which gives its own (17) for u_t; the LaTeX has no label there), a measured quantity. The
+    left side it bounds is (L^2 / (T N)) sum_{t=1}^T E||X_t (I - J)||_F^2.
     """
     coefficient = variance_coefficient(tau1, tau2, zeta, beta_var) + gossip_coefficient(tau1, tau2, zeta)
     return local_drift_term(eta, L, sigma2, tau1, tau2, zeta) + (L * eta) ** 2 / (T * N) * coefficient * (
