@@ -7,6 +7,7 @@ what was expected, never with a traceback from deep inside numpy.
 
 from __future__ import annotations
 
+import datetime
 import math
 import zipfile
 import zlib
@@ -17,13 +18,17 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_CELLS",
     "UNREADABLE_FILE_ERRORS",
     "InputError",
     "absent_file",
     "broadcastable",
+    "check_cells",
+    "flag",
     "one_of",
     "real_array",
     "real_number",
+    "whole_number",
     "whole_numbers",
 ]
 
@@ -48,6 +53,8 @@ def _first_bad(values: np.ndarray, bad: np.ndarray) -> Any:
     return values[bad].flat[0].item()
 
 
+DATES = (np.datetime64, np.timedelta64, datetime.date, datetime.timedelta)
+"""Values numpy would count in their units as numbers (days since 1970, say)."""
 MAX_EXACT_INTEGER = 2**53  # integers beyond it are not exact in float64 (T = 1e30 would overflow int64)
 MAX_CELLS = 20_000_000
 """The most cells a bound's broadcast arguments may span: about 250 bytes each are held while it is computed
@@ -81,6 +88,8 @@ def real_array(
     """
     if value is None:
         raise InputError(f"{name} = None is not a number (expected a real number)")
+    if isinstance(value, list | tuple) and any(v is np.ma.masked for v in value):  # (numpy made it a NaN)
+        raise InputError(f"{name} = {value!r} holds numpy.ma.masked (expected plain numbers)")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):  # ragged nested lists
@@ -91,8 +100,12 @@ def real_array(
         # date or duration count its units (a datetime64 eta computed a bound of 3.3e9, a probe)
         what = {"c": "a complex number", "m": "a duration", "M": "a date"}.get(raw.dtype.kind, "a string")
         raise InputError(f"{name} = {value!r} is {what} (expected a real number)")
-    if raw.dtype.kind == "O" and any(v is None for v in raw.flat):  # (it was called NaN)
-        raise InputError(f"{name} = {value!r} holds None (expected real numbers)")
+    if raw.dtype.kind == "O":  # numbers of several kinds: None was called NaN, a date counted its days
+        for v in raw.flat:
+            what = "None" if v is None else "numpy.ma.masked" if v is np.ma.masked else None
+            what = "a date or duration" if isinstance(v, DATES) else what
+            if what:
+                raise InputError(f"{name} = {value!r} holds {what} (expected real numbers)")
     if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():  # (the masked values were used)
         raise InputError(f"{name} has masked entries (expected plain numbers: the mask is not read; give "
                          "the values meant, with .filled() or .compressed())")  # fmt: skip
@@ -198,8 +211,8 @@ def check_cells(cells: int, what: str) -> None:
     :data:`MAX_CELLS`."""
     if cells > MAX_CELLS:
         raise InputError(
-            f"{what} span {cells:,} cells (expected at most {MAX_CELLS:,}: about 250 bytes a cell are held "
-            "in memory; compute the bound in parts)"
+            f"{what} span {cells:,} cells (expected at most {MAX_CELLS:,}: a bound holds about 250 bytes a "
+            "cell in memory; compute it in parts)"
         )
 
 

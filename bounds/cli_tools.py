@@ -94,8 +94,9 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
     handler of the command's own within the block (a run's checkpoint, :mod:`sim.interrupt`) takes over
     and restores this one; the previous handler is restored on leaving. In the main thread only (where
     Python delivers signals)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    inherited = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread() or inherited in (signal.SIG_IGN, None):
+        yield  # (a SIGTERM the parent ignores, `trap '' TERM`, stays ignored, as Python keeps SIGINT)
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:

@@ -413,10 +413,10 @@ def _solve(
         )
     if solver is None:
         solver = "CLARABEL" if "CLARABEL" in cvxpy.installed_solvers() else None
-    elif not isinstance(solver, str) or solver.upper() not in cvxpy.installed_solvers():  # a typo was a
-        raise InputError(  # failed result with a NaN worst case (a probe of the library)
-            f"solver = {solver!r} is not an installed cvxpy solver (expected one of: "
-            f"{', '.join(cvxpy.installed_solvers())})"
+    elif not isinstance(solver, str) or solver.upper() not in _sdp_solvers():  # a typo was a failed result
+        raise InputError(  # with a NaN worst case (a probe of the library), as was OSQP (no SDP, a review)
+            f"solver = {solver!r} is not an installed cvxpy solver of semidefinite programs (expected one "
+            f"of: {', '.join(_sdp_solvers())})"
         )
     try:
         with warnings.catch_warnings():  # "Solution may be inaccurate": the status says so
@@ -434,6 +434,14 @@ def _solve(
     if value is None:  # PEPit's answer when the SDP is unbounded
         return None, f"unbounded ({status})"
     return float(value), str(status)
+
+
+def _sdp_solvers() -> list[str]:
+    """The installed cvxpy solvers that take PSD constraints (PEPit's problems are SDPs)."""
+    from cvxpy.constraints import PSD
+    from cvxpy.reductions.solvers.defines import INSTALLED_CONIC_SOLVERS, SOLVER_MAP_CONIC
+
+    return [name for name in INSTALLED_CONIC_SOLVERS if PSD in SOLVER_MAP_CONIC[name].SUPPORTED_CONSTRAINTS]
 
 
 def gram_size_estimate(nodes: int, tau1: int, rounds: int) -> int:

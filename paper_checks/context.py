@@ -33,7 +33,7 @@ class CheckContext:
     def __post_init__(self) -> None:
         """Each field checked as dfl-check's flags are (quick = 'no' meant quick mode, workers = 0 a
         ValueError from the cell map later, a probe of the library); ``runs`` and ``cifar_dir`` as given."""
-        flag("quick", self.quick)
+        object.__setattr__(self, "quick", flag("quick", self.quick))  # (numpy's True_ as True: one cache key)
         object.__setattr__(self, "workers", whole_number("workers", self.workers, low=1))
         if not isinstance(self.device, str) or not self.device.strip():
             raise InputError(f"device = {self.device!r} is not a device name (expected 'cpu', 'cuda' or "
@@ -44,6 +44,8 @@ class CheckContext:
         if self.cifar_dir is not None and not isinstance(self.cifar_dir, str | os.PathLike):
             raise InputError(f"cifar_dir = {self.cifar_dir!r} is not a folder path (expected a str, a "
                              "Path or None)")  # fmt: skip
+        if self.cifar_dir is not None:  # (a Path and its str were two contexts, two cache keys)
+            object.__setattr__(self, "cifar_dir", os.fspath(self.cifar_dir))
 
     @property
     def beside_device(self) -> bool:

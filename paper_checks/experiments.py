@@ -429,7 +429,7 @@ def fig7_cifar(ctx: CheckContext, tau2_best_first: tuple[int, ...]) -> Outcome:
     if not folder:
         raise DataError(
             "CIFAR-10 is not configured: pass --cifar-dir DIR (a folder holding cifar-10-batches-py) "
-            "or set DFLKIT_CIFAR10_DIR"
+            "or set DFLKIT_CIFAR10_DIR (from Python: CheckContext(cifar_dir=DIR))"
         )
     cfg = _cifar(ctx.quick)
     claimed = [t for t in tau2_best_first if t in cfg["tau2s"]]

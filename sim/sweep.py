@@ -350,15 +350,15 @@ def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:
 
 @contextmanager
 def _naming_run(i: int, configs: Sequence[RunConfig]) -> Iterator[None]:
-    """An InputError of configs[i] names the run, after the first: 'eta = -1 is out of range' did not say
-    which of 100 (a probe of the library). The first run's are said as they are: they include every error
-    of the fields all runs share (the data set, the device), which are checked with it."""
+    """An InputError of configs[i] says which run it is, by its folder, where a sweep has several: 'eta = -1
+    is out of range' did not say which of 100 (a probe of the library). By its folder, not its place: a
+    resumed dfl-sim sweep passes the runs still to do, whose places are not the grid's (a review)."""
     try:
         yield
     except InputError as exc:
-        if i == 0:
+        if len(configs) == 1:
             raise
-        raise InputError(f"run {i} of {len(configs)} (out = {configs[i].out!r}): {exc}") from None
+        raise InputError(f"{exc}; in the sweep's run with out = {configs[i].out!r}") from None
 
 
 def build_engine(

@@ -133,9 +133,8 @@ def versus(
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
-    for n in nodes:  # whole numbers before any comparison (a string would not compare with a count)
-        _at_least("nodes", n, 1)
-    _at_least("node_steps", node_steps, 1)
+    nodes = [_at_least("nodes", n, 1) for n in nodes]  # whole numbers before any comparison (a string
+    node_steps = _at_least("node_steps", node_steps, 1)  # would not compare with a count), as ints
     samples = TRAINING_SAMPLES[dataset]
     if max(nodes) > samples:  # dflkit's partition refuses it, but only after gossipy had run
         raise InputError(
@@ -147,9 +146,8 @@ def versus(
             f"node_steps = {node_steps!r} is fewer than nodes = {max(nodes)} (expected at least one round of "
             "every node, node_steps >= N)"
         )
-    _at_least("repeats", repeats, 1)
-    threads = len(allowed_cpus()) if threads is None else threads
-    _at_least("threads", threads, 1)
+    repeats = _at_least("repeats", repeats, 1)
+    threads = _at_least("threads", len(allowed_cpus()) if threads is None else threads, 1)
     check_threads(threads)
     works = []
     for n in nodes:
@@ -223,9 +221,10 @@ TRAINING_SAMPLES = {"mnist": 60_000, "cifar10": 50_000}
 """The training set sizes of the data sets versus runs (a node needs one sample)."""
 
 
-def _at_least(name: str, value: Any, low: int) -> None:
-    """InputError naming ``value`` unless it is an integer >= ``low``."""
-    whole_number(name, value, low=low)
+def _at_least(name: str, value: Any, low: int) -> int:
+    """``value`` as an int, InputError naming it unless it is a whole number >= ``low`` (a float 2.0 kept
+    as a float ran the warm-up launches, then was a TypeError, a review)."""
+    return whole_number(name, value, low=low)
 
 
 def _rates(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:

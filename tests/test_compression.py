@@ -110,7 +110,7 @@ def test_deltas_and_bits() -> None:
         (lambda: TopK(0), r"k = 0 is out of range \(expected an integer >= 1\)"),
         (lambda: TopK(11).delta(10), r"k = 11 exceeds the dimension d = 10"),
         (lambda: Gossip(0.0), r"p = 0.0 is out of range \(expected 0 < p <= 1\)"),
-        (lambda: QSGD(0), r"s = 0 is not a positive integer"),
+        (lambda: QSGD(0), r"s = 0 is out of range \(expected an integer >= 1\)"),
         (lambda: make_compressor("zip", 3), r"unknown compressor 'zip'"),
         (lambda: make_compressor("top_k"), r"needs its parameter k"),
         (lambda: make_compressor("rand_k", 2.5), r"k = 2.5 is not a whole number"),
@@ -133,6 +133,10 @@ def test_whole_number_floats_and_numpy_integers_are_taken_as_everywhere_else() -
     dfl_bound(N=10.0) took whole-number floats (a probe of the library): one rule now, bounds._checks's."""
     assert TopK(10).delta(100.0) == TopK(10).delta(np.int64(100)) == TopK(10).delta(100)
     assert TopK(np.int64(3)).k == TopK(3.0).k == 3 and isinstance(TopK(3.0).k, int)
+    assert QSGD(4.0).s == 4 and isinstance(QSGD(4.0).s, int)  # (it alone refused 4.0, a review)
+    from bounds.graph.mixing import ExactAverage
+
+    assert ExactAverage(4.0).n == 4 and isinstance(ExactAverage(np.int64(4)).n, int)
 
 
 def test_random_compressors_need_a_generator_and_gossip_takes_numpy_numbers() -> None:

@@ -275,7 +275,7 @@ sys.exit(main([sys.argv[1]]))
 """
 
 
-def test_sigterm_stops_dfl_plot_and_dfl_bounds_as_ctrl_c_does(tmp_path, capsys) -> None:
+def test_sigterm_stops_dfl_plot_and_every_cli_main_as_ctrl_c_does(tmp_path, capsys) -> None:
     """dfl-plot, dfl-bounds and dfl-sim versus had no SIGTERM handler (what timeout, kill and batch
     schedulers send): they ended at once without a line, dfl-plot mid-figure with its temporary file left
     behind. Every CLI's main now takes SIGTERM as Ctrl-C: one line, status 130, what Ctrl-C keeps kept."""
@@ -307,3 +307,8 @@ def test_sigterm_stops_dfl_plot_and_dfl_bounds_as_ctrl_c_does(tmp_path, capsys) 
     previous = signal.getsignal(signal.SIGTERM)
     assert stopped([]) == 130 and capsys.readouterr().err == "prog: interrupted\n"
     assert signal.getsignal(signal.SIGTERM) is previous  # restored on leaving
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ignored by the parent (`trap '' TERM`): it stays so
+    try:  # (it stopped the command, a review)
+        assert stopped([]) == 0 and capsys.readouterr().err == ""
+    finally:
+        signal.signal(signal.SIGTERM, previous)

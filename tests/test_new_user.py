@@ -512,10 +512,16 @@ def test_a_sweeps_bad_run_is_named_and_nodes_0_asks_for_2(tiny, tmp_path) -> Non
 
     good = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=4, out=str(tmp_path / "a"))
     bad = RunConfig(**{**good.__dict__, "eta": -1.0, "out": str(tmp_path / "b")})
-    with pytest.raises(InputError, match=r"^run 1 of 2 \(out = '.*b'\): eta = -1.0 is out of range"):
+    with pytest.raises(
+        InputError, match=r"^eta = -1.0 is out of range .*; in the sweep's run with out = '.*b'$"
+    ):
         run_sweep([good, bad])
+    with pytest.raises(
+        InputError, match=r"^eta = -1.0 is out of range .*; in the sweep's run with out = '.*b'$"
+    ):
+        run_sweep([bad, good])  # the first too (it was said without its run, a review)
     torus = RunConfig(**{**good.__dict__, "topology": "torus", "nodes": 7, "out": str(tmp_path / "c")})
-    with pytest.raises(InputError, match=r"^run 1 of 2 \(out = '.*c'\): .*torus"):  # (prepare's errors too)
+    with pytest.raises(InputError, match=r"torus.*; in the sweep's run with out = '.*c'$"):  # (prepare's too)
         run_sweep([good, torus])
     with pytest.raises(InputError, match=r"^eta = -1.0 is out of range"):  # one run: as run() says it
         run_sweep([bad])

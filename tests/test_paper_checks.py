@@ -560,3 +560,6 @@ def test_a_check_context_is_checked_as_the_flags_are() -> None:
             CheckContext(**fields)
     context = CheckContext(runs="out/runs", workers=2.0)
     assert context.runs == Path("out/runs") and context.workers == 2 and isinstance(context.workers, int)
+    import numpy as np  # one context, one cache key, however its values were given (a review)
+
+    assert CheckContext(quick=np.True_, cifar_dir=Path("/d")) == CheckContext(quick=True, cifar_dir="/d")

@@ -211,11 +211,13 @@ def test_solver_options_must_be_a_dict() -> None:
 def test_a_solver_that_is_not_installed_is_named() -> None:
     """solver='NOSUCH' returned success=False with a NaN worst case, like a solver that failed (a probe)."""
     with pytest.raises(
-        InputError, match=r"^solver = 'NOSUCH' is not an installed cvxpy solver \(expected one of: "
+        InputError, match=r"^solver = 'NOSUCH' is not an installed cvxpy solver of semidefinite"
     ):
         dfl_worst_case(RING4, solver="NOSUCH", **CELL)
     with pytest.raises(InputError, match=r"^solver = 3 is not an installed cvxpy solver"):
         gradient_descent_worst_case(L=1.0, eta=0.5, steps=1, solver=3)
+    with pytest.raises(InputError, match=r"^solver = 'OSQP' is not .* \(expected one of: CLARABEL, SCS"):
+        dfl_worst_case(RING4, solver="OSQP", **CELL)  # installed, but no SDPs: 'failed' with NaN (a review)
     assert dfl_worst_case(RING4, solver="clarabel", **CELL).success  # cvxpy's names in any case
 
 

@@ -164,6 +164,21 @@ def test_a_float32_mixing_matrix_is_taken_to_its_precision_and_a_graph_is_named(
         assert spectral_summary(given).zeta == zeta(given)
     with pytest.raises(InputError, match=r"^row 0 of C sums to 1.00001"):
         zeta((C + 1e-5 * np.eye(10)).astype(np.float32))
+    # checked once, a float32 C failed the next check of its float64 copy (lazy(C), a matrix: file, a run's
+    # setup: a review); it comes back balanced, and 16 ulps of slack let a float16 C whose rows sum to
+    # 1.0098 through
+    from bounds.graph.mixing import check_mixing_matrix, lazy
+
+    checked = check_mixing_matrix(low)
+    assert check_mixing_matrix(checked) is checked and zeta(lazy(low)) == pytest.approx(
+        zeta(lazy(C)), abs=1e-6
+    )
+    assert np.abs(checked.sum(axis=1) - 1).max() < 1e-14 and (checked == checked.T).all()
+    assert consensus_op_norm(low, 3) == pytest.approx(exact**3, abs=1e-6)
+    with pytest.raises(InputError, match=r"^row 0 of C sums to 1.009765625"):
+        zeta(np.array([[0.51, 0.5], [0.5, 0.51]], dtype=np.float16))
+    with pytest.raises(InputError, match=r"^C\[0, 1\] = -0.00780106 is negative"):
+        zeta(np.array([[1.0078, -0.0078], [-0.0078, 1.0078]], dtype=np.float16))
     with pytest.raises(InputError, match=r"^row 0 of C sums to 1.0000000298"):  # float64 keeps its 1e-10
         zeta(C.astype(np.float32).astype(np.float64))
     with pytest.raises(InputError, match=r"^C is a networkx Graph \(expected its mixing matrix: "):

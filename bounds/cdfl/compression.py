@@ -216,8 +216,7 @@ class QSGD(Compressor):
     random = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.s, bool) or not isinstance(self.s, int | np.integer) or self.s < 1:
-            raise InputError(f"s = {self.s!r} is not a positive integer (expected s >= 1 levels)")
+        object.__setattr__(self, "s", whole_number("s", self.s, low=1))  # (levels; 4.0 was refused)
 
     def c(self, d: int) -> float:
         """The variance factor c of the unbiased quantizer."""
