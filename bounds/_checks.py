@@ -88,8 +88,10 @@ def real_array(
     """
     if value is None:
         raise InputError(f"{name} = None is not a number (expected a real number)")
-    if isinstance(value, list | tuple) and any(v is np.ma.masked for v in value):  # (numpy made it a NaN)
-        raise InputError(f"{name} = {value!r} holds numpy.ma.masked (expected plain numbers)")
+    if isinstance(value, list | tuple) and any(  # (numpy made the masked a NaN, or dropped a row's mask)
+        v is np.ma.masked or (np.ma.isMaskedArray(v) and np.ma.getmaskarray(v).any()) for v in value
+    ):
+        raise InputError(f"{name} = {value!r} holds masked values (expected plain numbers)")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):  # ragged nested lists

@@ -317,7 +317,8 @@ def test_dates_none_masked_entries_and_nan_positions_are_named() -> None:
         ({"zeta": [0.5, np.nan, 0.9]}, r"^zeta\[1\] is NaN"),
         # inside lists (a review): an object array counted the date's days, numpy made the masked a NaN
         ({"zeta": [0.5, np.datetime64("2020-01-01")]}, r"^zeta = .* holds a date or duration"),
-        ({"zeta": [0.5, np.ma.masked]}, r"^zeta = \[0.5, masked\] holds numpy.ma.masked"),
+        ({"zeta": [0.5, np.ma.masked]}, r"^zeta = \[0.5, masked\] holds masked values"),
+        ({"zeta": [np.ma.masked_array([0.5, 2.0], [False, True])]}, r"(?s)^zeta = .* holds masked values"),
         ({"zeta": [[0.5, 0.6], [np.nan, 0.1]]}, r"^zeta\[1, 0\] is NaN"),
     ]
     for change, message in cases:
