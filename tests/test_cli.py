@@ -457,6 +457,19 @@ def test_flags_without_effect_are_refused(capsys, argv: str, fragment: str) -> N
     assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
 
 
+def test_compare_at_zeta_one_gives_no_synchronous_sgd_limit(capsys) -> None:
+    """zeta = 1: the DFL row was inf, the 'synchronous SGD' row (tau2 -> infinity) a finite 0.201, as if
+    gossip mixed (a probe): with zeta^tau2 = 1 the limit is no synchronous SGD."""
+    from bounds.plan.compare import compare_methods
+
+    problem = {"L": 1, "sigma2": 1, "N": 10, "eta": 0.01, "tau1": 2, "tau2": 2, "T": 1000, "gap": 1}
+    sync = compare_methods(**problem, zeta=1.0)[-1]
+    assert sync["method"] == "synchronous SGD" and sync["bound"] == "inf"  # (jsonable: inf as a string)
+    assert sync["note"].startswith("zeta = 1: gossip never mixes the models")
+    mixing = compare_methods(**problem, zeta=0.99)[-1]
+    assert mixing["bound"] == pytest.approx(0.201, abs=1e-3) and "refuted" in mixing["note"]
+
+
 def test_tau2_zero_is_said_in_compare_and_cdfl(capsys) -> None:
     """compare's local-SGD row was computed at tau2 = 1 without a note; cdfl at tau2 = 0 printed a negative
     order term and no reason."""

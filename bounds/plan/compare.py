@@ -93,13 +93,17 @@ def compare_methods(
         local = rows[-1]
         local["note"] = "; ".join(filter(None, ["tau2 = 1 (local SGD averages once a round; tau2 = 0 never "
                                                 "would)", local.get("note")]))  # fmt: skip
-    sync = f.sync_sgd_term(eta, L, sigma2, N, T, gap)
+    limit = "limit: no eta > 0 satisfies (eta) as tau2 -> infinity; Corollary 1 is refuted (Finding 2)"
+    if float(zeta) >= 1:  # zeta^tau2 stays 1: the limit is no synchronous SGD (its finite bound was shown
+        sync = float("inf")  # beside the DFL row's inf, a probe)
+        limit = "zeta = 1: gossip never mixes the models, so tau2 -> infinity is not synchronous SGD"
+    else:
+        sync = f.sync_sgd_term(eta, L, sigma2, N, T, gap)
     rows.append({
         "method": "synchronous SGD", "source": "Corollary 1 (tau1 = 1, tau2 -> infinity)",
         "quantity": _GRADIENT_NORM, "tau1": 1, "tau2": "inf", "zeta": zeta, "bound": sync,
         "bound_corrected_drift": sync, "bound_repaired": None, "eta_condition_ok": None,
-        "eta_max": None,
-        "note": "limit: no eta > 0 satisfies (eta) as tau2 -> infinity; Corollary 1 is refuted (Finding 2)",
+        "eta_max": None, "note": limit,
     })  # fmt: skip
     if cdfl is not None:
         rounds = max(T // (tau1 + tau2), 1)
