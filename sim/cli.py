@@ -441,9 +441,13 @@ def _parser() -> OneLineParser:
     v.add_argument(
         "--repeats", type=int, default=2, help="timings of each tool, order alternating (default 2)"
     )
-    v.add_argument("--threads", type=int, help="torch threads of both (default: this process's cores)")
+    v.add_argument("--threads", type=int, help="torch threads of both (default, or 0: this process's cores)")
     v.add_argument("--dataset", default="mnist", help="mnist (default, shipped) or cifar10 (with --data-dir)")
-    v.add_argument("--data-dir", help="cifar10: the folder holding cifar-10-batches-py")
+    v.add_argument(
+        "--data-dir",
+        help="cifar10: the folder holding cifar-10-batches-py (required); mnist: "
+        "the folder of its IDX .gz files (default: the copy shipped)",
+    )
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(run=_cmd_versus)
     return parser

@@ -133,7 +133,7 @@ def versus(
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
-    nodes = [_at_least("nodes", n, 1) for n in nodes]  # whole numbers before any comparison (a string
+    nodes = [_at_least("nodes", n, 3) for n in nodes]  # whole numbers before any comparison (a string
     node_steps = _at_least("node_steps", node_steps, 1)  # would not compare with a count), as ints
     samples = TRAINING_SAMPLES[dataset]
     if max(nodes) > samples:  # dflkit's partition refuses it, but only after gossipy had run
@@ -147,7 +147,9 @@ def versus(
             "every node, node_steps >= N)"
         )
     repeats = _at_least("repeats", repeats, 1)
-    threads = _at_least("threads", len(allowed_cpus()) if threads is None else threads, 1)
+    automatic = threads is None or (not isinstance(threads, bool) and threads == 0)  # (0 was refused, while
+    threads = _at_least("threads", len(allowed_cpus()) if automatic else threads, 1)  # the limit's message
+    # says 0 = automatic, a probe)
     check_threads(threads)
     works = []
     for n in nodes:

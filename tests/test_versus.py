@@ -98,7 +98,9 @@ def test_the_terminal_rows_carry_the_rates_and_ratios(tiny: dict) -> None:
         (("gossipy", [4.5], 24), "nodes = 4.5 is not a whole number"),
         (("gossipy", [4], 0), "node_steps = 0"),
         (("gossipy", [4], 24, 0), "repeats = 0"),
-        (("gossipy", [4], 24, 1, 0), "threads = 0"),
+        (("gossipy", [4], 24, 1, -1), "threads = -1"),  # (0: automatic, as --threads 0 of dfl-sim run)
+        (("gossipy", [4], 24, 1, False), "threads = False is a boolean"),
+        (("gossipy", [1], 24), "nodes = 1 is out of range (expected an integer >= 3)"),  # (it said >= 1)
         (("gossipy", [4], 24, 1, 1, "imagenet"), "dataset = 'imagenet'"),
         (("gossipy", [4], 24, 1, 1, "cifar10"), "needs --data-dir"),
         (("gossipy", [4], 24, 1, 1, "cifar10", "/nonexistent"), "'/nonexistent/data_batch_1' does not exist"),
@@ -118,6 +120,21 @@ def test_bad_input_is_refused_before_anything_runs(
     with pytest.raises(InputError, match="expected") as info:
         versus(*args)
     assert named in str(info.value)
+
+
+def test_threads_0_is_automatic_as_the_limits_message_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--threads 0 was refused ('expected an integer >= 1') while --threads 3 on 2 cores was told '0 =
+    automatic' (a probe): 0 takes this process's cores, as no --threads does."""
+    started: list[int] = []
+
+    def first_launch(command: list[str], threads: int, what: str) -> tuple[float, dict]:
+        started.append(threads)
+        raise KeyboardInterrupt  # (the checks passed: stop before a child starts)
+
+    monkeypatch.setattr(versus_module, "_timed", first_launch)
+    with pytest.raises(KeyboardInterrupt):
+        versus("gossipy", [4], 24, 1, 0)
+    assert started == [len(versus_module.allowed_cpus())]
 
 
 def test_whole_number_floats_are_taken_as_ints() -> None:
