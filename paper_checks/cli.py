@@ -132,7 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for chk in listed:
             print(f"{chk.id:<{width}}  {chk.ref}")
         return 0
-    from paper_checks.estimate import estimate  # the checks and torch, once the flags are read (seconds):
+    # the checks and torch, once the flags are read (seconds):
+    from paper_checks.estimate import counted, estimate
     from paper_checks.report import run_checks, select, write_report  # --help and a bad flag answer at once
     from paper_checks.sweep_timing import time_sweep
     from sim.run_folder import atomic_write
@@ -165,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(timing))
         return 0
     guess = estimate(chosen, context, out / "cache")
-    print(f"dfl-check: {len(chosen)} checks, estimated {guess.line()}", file=sys.stderr, flush=True)
+    line = f"dfl-check: {counted(len(chosen), 'check')}, estimated {guess.line()}"
+    print(line, file=sys.stderr, flush=True)
     if args.estimate:
         if args.json:
             print(json.dumps({"checks": [c.id for c in chosen], **guess.as_dict()}))

@@ -57,8 +57,8 @@ from sim.sweep import sweep_groups
 from sim.timing import seconds_per_call
 
 __all__ = [
-    "Calibration", "Estimate", "calibrate", "calibration_nodes", "estimate", "run_seconds", "step_overhead",
-    "sweep_seconds",
+    "Calibration", "Estimate", "calibrate", "calibration_nodes", "counted", "estimate", "run_seconds",
+    "step_overhead", "sweep_seconds",
 ]  # fmt: skip
 
 CALIBRATION_NODES, CALIBRATION_BATCH, CALIBRATION_SAMPLES = 10, 32, 500
@@ -175,6 +175,7 @@ class Estimate:
     calibrations: dict[str, Calibration] = field(default_factory=dict)
     on_device: set[str] = field(default_factory=set)  # the checks that simulate on the device
     overlap: bool = False  # the device-free checks run beside the device ones (paper_checks.overlap)
+    needs_cifar: list[str] = field(default_factory=list)  # checks that will say 'could not run' (0 s)
 
     @property
     def seconds(self) -> float:
@@ -202,6 +203,7 @@ class Estimate:
             "overlap": self.overlap,
             "per_check": dict(self.per_check),
             "untimed": self.untimed,
+            "needs_cifar": list(self.needs_cifar),
             "simulations": self.runs,
             "simulation_seconds": self.simulation_seconds,
             "calibrations": {k: dataclasses.asdict(c) for k, c in self.calibrations.items()},
@@ -217,13 +219,21 @@ class Estimate:
             steps = ", ".join(f"{k}: {c.node_step * 1e3:.1f} ms per local node-step + {c.step * 1e3:.1f} ms "
                               "per step" for k, c in self.calibrations.items())  # fmt: skip
             parts.append(f"{self.runs} simulations {_duration(self.simulation_seconds)} ({steps})")
-        others = {k: s for k, s in self.per_check.items() if s is not None and k not in self.simulating}
+        others = {k: s for k, s in self.per_check.items()
+                  if s is not None and k not in self.simulating and k not in self.needs_cifar}  # fmt: skip
         if others:
-            parts.append(f"{len(others)} other checks {_duration(sum(others.values()))} (as last timed here, "
-                         "0 when cached)")  # fmt: skip
+            parts.append(f"{counted(len(others), 'other check')} {_duration(sum(others.values()))} (as last "
+                         "timed here, 0 when cached)")  # fmt: skip
         if self.untimed:
             parts.append(f"{len(self.untimed)} never timed here ({', '.join(self.untimed)}): not counted")
+        if self.needs_cifar:  # (counted as 0 s and simulating, without a word: a probe)
+            parts.append(f"{', '.join(self.needs_cifar)}: CIFAR-10 not given (--cifar-dir DIR), will not run")
         return "; ".join(parts)
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 check', '2 checks' ('1 checks' was said, a probe)."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _duration(seconds: float) -> str:
@@ -244,6 +254,10 @@ def estimate(checks: list[Check], context: CheckContext, cache_dir: Path) -> Est
     for chk in checks:
         if chk.id not in computed:
             out.per_check[chk.id] = 0.0  # its verdict is cached
+            continue
+        if chk.reads_cifar and not context.cifar_dir:
+            out.per_check[chk.id] = 0.0  # it says 'could not run' at once
+            out.needs_cifar.append(chk.id)
             continue
         last = read_cache(cache_path(cache_dir, chk.id, context.quick))
         if chk.planned is not None:  # a check of simulations: its runs not cached yet (reading the others is

@@ -221,3 +221,16 @@ def test_beside_a_gpu_the_simulations_are_estimated_as_one_sweep_per_data_set(
     assert joint.per_check["a"] / joint.per_check["b"] == pytest.approx(
         alone.per_check["a"] / alone.per_check["b"]
     )
+
+
+def test_a_cifar_check_without_cifar_is_said_not_to_run(tmp_path, capsys, monkeypatch) -> None:
+    """fig7-cifar without CIFAR-10 was estimated as a simulating check of 0 s, without a word, and the line
+    said '1 checks' (a probe): it is named as one that will not run."""
+    from paper_checks.cli import main
+
+    monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
+    assert main(["--estimate", "--only", "fig7-cifar", "--out", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip() == ("dfl-check: 1 check, estimated about 0 s; fig7-cifar: CIFAR-10 not given "
+                           "(--cifar-dir DIR), will not run")  # fmt: skip
+    assert json.loads(out)["needs_cifar"] == ["fig7-cifar"]
