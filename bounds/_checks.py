@@ -121,7 +121,8 @@ def real_array(
         where = "" if arr.ndim == 0 else str(list(map(int, np.argwhere(np.isnan(arr))[0])))
         raise InputError(f"{name}{where} is NaN (expected a real number)")
     if not allow_inf and np.isinf(arr).any():
-        raise InputError(f"{name} = {_first_bad(arr, np.isinf(arr))} is not finite")
+        bad = _first_bad(arr, np.isinf(arr))
+        raise InputError(f"{name} = {bad} is not finite (expected a finite number)")
     expected = _domain_text(low, high, low_open, high_open, integer)
     if integer:
         finite = np.isfinite(arr)

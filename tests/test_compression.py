@@ -112,7 +112,7 @@ def test_deltas_and_bits() -> None:
         (lambda: Gossip(0.0), r"p = 0.0 is out of range \(expected 0 < p <= 1\)"),
         (lambda: QSGD(0), r"s = 0 is out of range \(expected an integer >= 1\)"),
         (lambda: make_compressor("zip", 3), r"unknown compressor 'zip'"),
-        (lambda: make_compressor("top_k"), r"needs its parameter k"),
+        (lambda: make_compressor("top_k"), r"needs its parameter k \(expected make_compressor\('top_k', k\)"),
         (lambda: make_compressor("rand_k", 2.5), r"k = 2.5 is not a whole number"),
         (lambda: RandK(2)(np.array([1.0, np.nan]), np.random.default_rng()), r"x\[1\] is NaN"),
         (lambda: TopK(2)(np.array([1.0, np.inf]), None), r"x = inf is not finite"),

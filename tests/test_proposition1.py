@@ -194,7 +194,7 @@ def test_violated_condition_and_uneven_tail_are_explained() -> None:
         ({"eta": 0.0}, r"eta = 0 is out of range \(expected a real number > 0\)"),
         ({"N": 0}, r"N = 0 is out of range"),
         ({"L": float("nan")}, r"L is NaN"),
-        ({"T": float("inf")}, r"T = inf is not finite"),
+        ({"T": float("inf")}, r"T = inf is not finite \(expected a finite number\)$"),
         ({"gap": "x"}, r"gap = 'x' is a string \(expected a real number\)"),
         ({"gap": "1"}, r"gap = '1' is a string"),  # it used to convert to 1.0
         ({"T": []}, r"T = \[\] is empty"),

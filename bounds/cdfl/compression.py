@@ -268,7 +268,9 @@ def make_compressor(name: str, parameter: float | None = None) -> Compressor:
             raise InputError(f"compressor 'identity' takes no parameter (got {parameter!r})")
         return Identity()
     if parameter is None:
-        raise InputError(f"compressor {name!r} needs its parameter {needs[name]}")
+        raise InputError(f"compressor {name!r} needs its parameter {needs[name]} (expected "
+                         f"make_compressor({name!r}, {needs[name]}); the flag: "
+                         "--compressor-param)")  # fmt: skip
     if name == "gossip":
         return Gossip(real_number("p", parameter))
     value = real_number(needs[name], parameter, integer=True)  # NaN, inf, strings and booleans named here
