@@ -88,6 +88,10 @@ def as_dense(C: object) -> np.ndarray:
 
 
 DEFAULT_TOL = 1e-10
+LOW_PRECISION_ULPS = 4
+"""The slack, in ulps of its own dtype, by which a float32 or float16 C may miss symmetry and rows summing to
+1: rounding a doubly stochastic C costs half an ulp an entry and a row (16 ulps let a float16 C with rows
+summing to 1.0098 through, a review)."""
 
 
 def _edges_and_degrees(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray, int]:
@@ -201,8 +205,9 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
     non-negative, symmetric, rows summing to 1, and (``require_connected``) a
     connected graph of non-zero entries. A C given in a lower precision has
     :data:`LOW_PRECISION_ULPS` of its ulps added to ``tol`` (4.8e-7 for
-    float32) and is returned balanced in float64 (:func:`_balanced`). Whether zeta < 1 (which also needs
-    C to be aperiodic) is checked by :func:`bounds.graph.spectral.spectral_summary`.
+    float32) and is returned balanced in float64 (:func:`_balanced`).
+    Whether zeta < 1 (which also needs C to be aperiodic) is checked by
+    :func:`bounds.graph.spectral.spectral_summary`.
 
     >>> check_mixing_matrix([[0.5, 0.5], [0.4, 0.6]])
     Traceback (most recent call last):
@@ -270,12 +275,6 @@ def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connecte
                 f"{lonely}), so zeta = 1 (expected a connected graph)"
             )
     return _balanced(M) if low_precision else M
-
-
-LOW_PRECISION_ULPS = 4
-"""The slack, in ulps of its own dtype, by which a float32 or float16 C may miss symmetry and rows summing to
-1: rounding a doubly stochastic C costs half an ulp an entry and a row (16 ulps let a float16 C with rows
-summing to 1.0098 through, a review)."""
 
 
 def _balanced(M: Matrix) -> Matrix:
