@@ -13,7 +13,7 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -100,8 +100,8 @@ def real_array(
         raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
     if raw.dtype.kind in "UScmM":  # '1' and b'1' would convert, a complex number lose its imaginary part, a
         # date or duration count its units (a datetime64 eta computed a bound of 3.3e9, a probe)
-        what = {"c": "a complex number", "m": "a duration", "M": "a date"}.get(raw.dtype.kind, "a string")
-        raise InputError(f"{name} = {value!r} is {what} (expected a real number)")
+        kind = {"c": "a complex number", "m": "a duration", "M": "a date"}.get(raw.dtype.kind, "a string")
+        raise InputError(f"{name} = {value!r} is {kind} (expected a real number)")
     if raw.dtype.kind == "O":  # numbers of several kinds: None was called NaN, a date counted its days
         for v in raw.flat:
             what = "None" if v is None else "numpy.ma.masked" if v is np.ma.masked else None
@@ -168,6 +168,10 @@ def one_of(what: str, value: Any, options: Sequence[str]) -> str:
     return value
 
 
+@overload
+def flag(name: str, value: Any, *, none: Literal[False] = False) -> bool: ...
+@overload
+def flag(name: str, value: Any, *, none: bool) -> bool | None: ...
 def flag(name: str, value: Any, *, none: bool = False) -> bool | None:
     """A true/false argument as a bool (None too where ``none``): 'no', 0 or an array are not one (a
     truthy string silently meant True)."""

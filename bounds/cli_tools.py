@@ -183,7 +183,7 @@ def key_value_table(out: dict[str, Any]) -> str:
     """A result as right-aligned ``key : value`` lines; nested dicts as ``key.sub``; row lists as tables."""
     names = [f"{k}.{sub}" for k, v in out.items() if isinstance(v, dict) for sub in v] + list(out)
     width = max(len(k) for k in names)
-    lines = []
+    lines: list[str] = []
     for key, value in out.items():
         if isinstance(value, dict):
             lines.extend(f"{f'{key}.{k}':>{width}} : {text(v)}" for k, v in value.items())

@@ -131,8 +131,8 @@ def _check_schedule(tau1: int, tau2: int, rounds: int, eta: float, L: float, gap
     """The arguments of a DFL schedule and its metric, each named when it is out of its domain."""
     for name, value, low in (("tau1", tau1, 1), ("tau2", tau2, 0), ("rounds", rounds, 1)):
         real_number(name, value, low=low, integer=True)
-    for name, value in (("eta", eta), ("L", L), ("gap", gap)):
-        real_number(name, value, low=0, low_open=True)
+    for name, number in (("eta", eta), ("L", L), ("gap", gap)):
+        real_number(name, number, low=0, low_open=True)
     one_of("metric", metric, METRICS)
 
 
@@ -233,18 +233,19 @@ def dfl_worst_case(
         problem.set_initial_condition(values[0] - F_star <= gap)
     worst, status, proof = _solve_certified(problem, solver, solver_options)
     seconds = time.perf_counter() - start
-    solved = status in ("optimal", "optimal_inaccurate") and worst is not None and np.isfinite(worst)
+    worst_case = float("nan") if worst is None else float(worst)
+    solved = status in ("optimal", "optimal_inaccurate") and np.isfinite(worst_case)
     ok = solved and proof["error"] <= certificate_rtol
     if not solved:
         message = f"the SDP solver stopped with status {status!r} (expected optimal)"
     elif np.isnan(proof["error"]):
         message = (f"the SDP solver's certificate could not be computed (a PEPit version this was not tested "
-                   f"with?): the value {float(worst)!r} is not trusted")  # fmt: skip
+                   f"with?): the value {worst_case!r} is not trusted")  # fmt: skip
     elif not ok:
         worst_part = max((k for k in proof if k != "error"), key=lambda k: proof[k])
         message = (
             f"the SDP solver's certificate misses by {proof['error']:.3g} ({worst_part}; expected at most "
-            f"{certificate_rtol:g} of the value): the value {float(worst)!r} is not trusted"
+            f"{certificate_rtol:g} of the value): the value {worst_case!r} is not trusted"
         )
     else:
         message = ""
@@ -259,7 +260,7 @@ def dfl_worst_case(
             **_replay(fs, x1, trace, C, eta, tau1, tau2, L),
         }
     return PEPResult(
-        worst_case=float(worst) if worst is not None else float("nan"),
+        worst_case=worst_case,
         solver_status=status,
         seconds=seconds,
         metric=metric,
@@ -486,7 +487,9 @@ def gradient_descent_worst_case(
         problem.set_performance_metric(_total(terms) / steps)
     problem.set_initial_condition(f0 - fx <= gap)
     value, _, proof = _solve_certified(problem, solver)
-    return float(value) if proof["error"] <= CERTIFICATE_RTOL else float("nan")  # NaN error: not trusted
+    if value is None or not proof["error"] <= CERTIFICATE_RTOL:  # a NaN error: not trusted
+        return float("nan")
+    return float(value)
 
 
 def quadratic_lower_bound(

@@ -121,8 +121,9 @@ def _sweep(ctx: CheckContext, configs: dict[str, dict[str, Any]]) -> None:
         run_sweep(group)
 
 
-def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, float]]:
-    """One cached simulation's metrics rows (run alone when no sweep has run it)."""
+def _run(ctx: CheckContext, seed: int, **kw: Any) -> list[dict[str, Any]]:
+    """One cached simulation's metrics rows (run alone when no sweep has run it): numbers as floats, the
+    phase (init, local, gossip, both) and empty fields as read."""
     config, key = _planned(ctx, seed, **kw)
     if not _cached(config, key):
         run(config)
@@ -214,7 +215,8 @@ def _how(ctx: CheckContext, family: int, floor: str = LOSS_FLOOR) -> str:
     return (
         f"{len(cfg['seeds'])} seeds, eta = {cfg['eta']}, {cfg['local_steps']} local steps in the reference "
         "run, "
-        f"{cfg['eval_samples']} evaluation samples; {_rule(family, floor)}"
+        f"{cfg['eval_samples']} evaluation samples, a final loss the mean of a run's last three logged "
+        f"points; {_rule(family, floor)}"
     )
 
 
@@ -231,7 +233,7 @@ def _runs(configs: dict[str, dict[str, Any]], ctx: CheckContext) -> tuple[dict[s
     """Every configuration and seed (through one sweep), then each one's final loss and curve."""
     _sweep(ctx, configs)
     values: dict[str, list[float]] = {}
-    curves: dict[str, list[list[float]]] = {}
+    curves: dict[str, list[list[list[float]]]] = {}  # label -> one curve a seed -> its rows
     for label, kw in configs.items():
         for seed in _settings(ctx.quick)["seeds"]:
             rows = _run(ctx, seed, **kw)
@@ -309,8 +311,8 @@ def _fig7(
                 "accuracy_pairs": accuracy_pairs, "loss": loss,
                 "accuracy": ", ".join(f"{np.mean(accuracy[k]):.3f}" for k in order)}  # fmt: skip
 
-    not_run = {"verdicts": ("not run", "not run"), "pairs": [], "accuracy_pairs": [], "curves": {},
-               "loss": "not run", "accuracy": "not run"}  # fmt: skip
+    not_run: dict[str, Any] = {"verdicts": ("not run", "not run"), "pairs": [], "accuracy_pairs": [],
+                               "curves": {}, "loss": "not run", "accuracy": "not run"}  # fmt: skip
     same_T = reading(lambda t: _steps_for(local, 4, 4)) if same_total else not_run
     same_L = reading(lambda t: _steps_for(local, 4, t))
     curves = {"same_total_steps": same_T["curves"], "same_local_steps": same_L["curves"]}
@@ -344,7 +346,7 @@ def _ranking_outcome(configs: dict[str, dict[str, Any]], order: list[str], ctx: 
     )
 
 
-QUASI_RING = {"topology": "quasi-ring", "weights": "metropolis"}
+QUASI_RING: dict[str, Any] = {"topology": "quasi-ring", "weights": "metropolis"}
 
 
 def _fig7_mnist_configs(ctx: CheckContext, tau2s: list[int] | tuple[int, ...] = (15, 4, 1)) -> dict[str, Any]:

@@ -153,7 +153,7 @@ class _Background:
         """
         resource_tracker.ensure_running()
         came: list[int] = []
-        handlers: dict[int, Any] = {}
+        handlers: dict[signal.Signals, Any] = {}
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # read only: a raise below leaves it as it was
         try:
             if threading.current_thread() is threading.main_thread():  # where Python's handlers run
@@ -208,6 +208,8 @@ class _Background:
         self._send.close()
 
     def _kill_group(self) -> None:
+        if self._process.pid is None:  # never started (killpg(0) would be this process's own group)
+            return
         try:
             os.killpg(self._process.pid, signal.SIGKILL)  # SIGTERM would do the same: no cleanup to wait for
         except ProcessLookupError:  # the group is empty, or not made yet

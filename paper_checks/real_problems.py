@@ -15,6 +15,7 @@ Algorithm 1 still counts gossip steps in T, which is what these checks probe on 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,7 +37,11 @@ def _data(samples: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack([x, np.ones((samples, 1))]), data.y_train[:samples].numpy()
 
 
-def _least_squares(X: np.ndarray, y: np.ndarray):
+Problem = tuple[float, float, Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray]]
+"""(L, F_inf or a lower bound of it, F, grad F) of a problem on W (features x 10)."""
+
+
+def _least_squares(X: np.ndarray, y: np.ndarray) -> Problem:
     """(L, F_inf, F, grad F) of least squares; F takes W (features x 10), grad F also m stacked models
     (features x m x 10)."""
     n = len(y)
@@ -54,7 +59,7 @@ def _least_squares(X: np.ndarray, y: np.ndarray):
     return L, loss(W_star), loss, grad
 
 
-def _logistic(X: np.ndarray, y: np.ndarray):
+def _logistic(X: np.ndarray, y: np.ndarray) -> Problem:
     """(L, F_inf lower bound, F, grad F) of softmax regression, on W as in :func:`_least_squares`."""
     n = len(y)
     Y = np.eye(10)[y]
@@ -90,7 +95,9 @@ def _back(X: np.ndarray, residual: np.ndarray, shape: tuple[int, ...]) -> np.nda
     return (X.T @ residual.reshape(X.shape[0], -1)).reshape(shape) / X.shape[0]
 
 
-def _gradient_norms(grad, W1: np.ndarray, etas: np.ndarray, steps: int) -> np.ndarray:
+def _gradient_norms(
+    grad: Callable[[np.ndarray], np.ndarray], W1: np.ndarray, etas: np.ndarray, steps: int
+) -> np.ndarray:
     """||grad F(W_j)||^2 for j = 0..steps of gradient descent W_{j+1} = W_j - eta_k grad F(W_j) from W1, for
     every step size eta_k at once ((steps + 1) x m): the m trajectories stacked as one features x m x 10
     matrix, so each step is one product with the data whatever m."""

@@ -36,7 +36,7 @@ def select(
 
     set_precision(device, tf32=False)  # the checks' models outside runs (Hessians, probes) in float32 too
     cifar = cifar_dir or os.environ.get("DFLKIT_CIFAR10_DIR")  # in the context, so in the cache key
-    if cifar_dir or (cifar and any(chk.reads_cifar for chk in chosen)):  # a mistyped folder ran every other
+    if cifar and (cifar_dir or any(chk.reads_cifar for chk in chosen)):  # a mistyped folder ran every other
         _check_cifar_folder(cifar, "--cifar-dir" if cifar_dir else "$DFLKIT_CIFAR10_DIR")  # check first,
         # minutes, then fig7-cifar 'could not run'; a stale variable stops only the checks that read it
     context = CheckContext(  # absolute paths: --out q and --out /abs/q share one cache

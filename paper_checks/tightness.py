@@ -68,10 +68,10 @@ def _cells(quick: bool) -> list[tuple[str, Any, Cell]]:
     return out
 
 
-_MEMO: dict[tuple[Any, ...], dict[str, float]] = {}
+_MEMO: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
-def _solve_all(cells: list[tuple[str, Any, Cell]], workers: int) -> list[dict[str, float]]:
+def _solve_all(cells: list[tuple[str, Any, Cell]], workers: int) -> list[dict[str, Any]]:
     """:func:`_solve` of every (topology, C, cell), memoised; those not solved yet over ``workers``
     processes (the SDPs are independent)."""
     missing = [(top, C, c) for top, C, c in cells if (top, c) not in _MEMO]
@@ -80,13 +80,14 @@ def _solve_all(cells: list[tuple[str, Any, Cell]], workers: int) -> list[dict[st
     return [_MEMO[(top, c)] for top, _, c in cells]
 
 
-def _solve(top: str, C: Any, c: Cell) -> dict[str, float]:
+def _solve(top: str, C: Any, c: Cell) -> dict[str, Any]:
     """PEP worst cases (both left sides) and the quadratic instances of one cell."""
     from bounds.pep import dfl_worst_case, quadratic_lower_bound
 
-    row: dict[str, float] = {}
+    row: dict[str, Any] = {}
     for over in ("local", "all"):
-        schedule = {"tau1": c.tau1, "tau2": c.tau2, "rounds": c.K, "eta": c.eta, "L": c.L, "gap": c.gap}
+        schedule: dict[str, Any] = {"tau1": c.tau1, "tau2": c.tau2, "rounds": c.K, "eta": c.eta, "L": c.L,
+                                    "gap": c.gap}  # fmt: skip
         r = dfl_worst_case(
             C, heterogeneity=c.varsigma2, metric=over, certificate_rtol=USABLE_CERTIFICATE, **schedule
         )
@@ -112,7 +113,7 @@ def _solve(top: str, C: Any, c: Cell) -> dict[str, float]:
 )
 def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
     """``bound``: the statement (its ``over`` names the left side it bounds)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     cells = _cells(ctx.quick)
     for (top, _, c), solved in zip(cells, _solve_all(cells, ctx.workers), strict=True):
         rhs, paper = float(bound.rhs(c)), float(PROPOSITION_1.rhs(c))
@@ -143,7 +144,7 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
     ratios = [r["ratio_bound"] for r in rows if np.isfinite(r["ratio_bound"])] or [float("nan")]
     claimed = [r for r in rows if r["paper_condition_ok"]]  # where Proposition 1 claims anything
     known = [r["ratio_paper"] for r in claimed if np.isfinite(r["ratio_paper"])]
-    paper, paper_unknown = known or [float("nan")], len(claimed) - len(known)
+    paper_ratios, paper_unknown = known or [float("nan")], len(claimed) - len(known)
     paper_below = [r for r in claimed if r["ratio_paper"] < 1 - _tolerance(r["certificate_error_all_steps"])]
     errors = [r["certificate_error"] for r in rows if np.isfinite(r["worst_case"])] or [float("nan")]
     paper_refuted = [r for r in claimed if r["bound_paper"] < r["true_instance_all_steps"] * (1 - 1e-9)]
@@ -154,8 +155,8 @@ def tightness(ctx: CheckContext, bound: Bound) -> Outcome:
         f"worst case within its certificate's error, at most {max(errors):.2g}; {len(uncertified)} without "
         f"a certified worst case). In the {len(claimed)} cells "
         f"where Proposition 1's condition (eta) holds at this eta, "
-        f"Proposition 1 / the worst case of its own left side (all T steps): {min(paper):.3g} to "
-        f"{max(paper):.3g}, below 1 in {len(paper_below)} cells, below a true quadratic instance in "
+        f"Proposition 1 / the worst case of its own left side (all T steps): {min(paper_ratios):.3g} to "
+        f"{max(paper_ratios):.3g}, below 1 in {len(paper_below)} cells, below a true quadratic instance in "
         f"{len(paper_refuted)}, {paper_unknown} without a certified worst case (the PEP value is an upper "
         f"bound of the true worst case: below it alone is not a proof). Slowest cell "
         f"{largest['seconds']:.1f} s ({largest['topology']}, N = {largest['N']}, "

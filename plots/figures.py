@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -70,7 +71,7 @@ def save(fig: Figure, path: str | Path) -> list[Path]:
         out = [path.with_name(path.name + ".png"), path.with_name(path.name + ".pdf")]
     for p in out:  # whole or not at all: a Ctrl-C or a full disk mid-write left a cut-off figure in place
         form = p.suffix[1:].lower()  # (the temporary file's own suffix is .tmp)
-        atomic_write(p, lambda tmp, form=form: fig.savefig(tmp, format=form, dpi=130, bbox_inches="tight"))
+        atomic_write(p, partial(fig.savefig, format=form, dpi=130, bbox_inches="tight"))
     plt.close(fig)
     return out
 
@@ -79,7 +80,9 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
     """The four curves of one or more runs' ``metrics.csv`` tables against ``x`` (step or model_time).
 
     Every finite value is drawn (on the log panels an exact 0, as consensus at step 0 or after an exact
-    average, as a hollow marker at half the panel's smallest positive value), with markers where a run
+    average, at half the panel's smallest positive value, with a hollow marker, the line going through it:
+    joining only the positive points drew a run that averages exactly every few steps as a flat line), with
+    markers where a run
     has few points; a run whose loss became NaN or inf is labelled with the step it did. The training
     loss is on a log axis when the runs' losses span more than three decades (a diverged run would
     flatten the others to a line). The legend is below the panels, in as many columns as it takes, the
@@ -119,11 +122,12 @@ def run_curves(runs: Mapping[str, pd.DataFrame], x: str = "step") -> Figure:
         zeros = False
         for i, (name, frame) in enumerate(runs.items()):
             y = pd.to_numeric(frame[column], errors="coerce")
+            at_zero = (y == 0) & (column in log_panels)  # an exact 0 (consensus after an exact average)
+            y = y.where(~at_zero, floor)
             shown = np.isfinite(y) & ((y > 0) if column in log_panels else True)
             marker = "o" if len(frame) <= 30 else None
             style = _run_style(i)
             ax.plot(frame[x][shown], y[shown], marker=marker, ms=3, label=labels[name], **style)
-            at_zero = (y == 0) & (column in log_panels)  # an exact 0 (consensus after an exact average)
             if at_zero.any():  # hollow markers at the floor, as fig3_variance has (they used to vanish)
                 zeros = True
                 ax.plot(frame[x][at_zero], np.full(int(at_zero.sum()), floor), marker="o", ms=4, mfc="none",
@@ -200,7 +204,9 @@ def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], titl
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     left.legend(fontsize=8)
-    fig.suptitle(title)
+    seeds = sorted({arr.shape[0] for arr in arrays.values()})
+    counted = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    fig.suptitle(f"{title}\n(line: the mean over {counted} seeds; band: their min..max)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -315,6 +321,9 @@ def bound_heatmap(grid: pd.DataFrame, value: str = "bound") -> Figure:
     fig.colorbar(image, label=f"log10 {value}" + (" (smallest over the cell's rows)" if several else ""))
     ax.set_xlabel(r"$\tau_2$ (gossip steps per round)")
     ax.set_ylabel(r"$\tau_1$ (local steps per round)")
+    blank = int((~np.isfinite(cells)).sum())
+    if blank:  # (they were blank without a word)
+        ax.set_title(f"blank: no finite {value} ({blank} of {cells.size} cells)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -359,7 +368,9 @@ def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -
     """Each cell of an optimiser grid as bound against cost, with the Pareto front drawn.
 
     ``cost`` is a column of the grid (``time``, ``gossip_steps``, or ``bits`` for C-DFL grids, computed as
-    rounds * tau2 * bits_per_message when absent).
+    rounds * tau2 * bits_per_message when absent). The cost axis is logarithmic where the positive costs
+    span more than two decades (on a linear one a C-DFL front's cheap cells stacked at 0); cells without
+    a finite bound are not drawn, and the legend counts them.
     """
     _require_columns(grid, (value,) + (("rounds", "tau2", "bits_per_message") if cost == "bits" and "bits"
                                         not in grid else (cost,)), "pareto_front")  # fmt: skip
@@ -371,8 +382,14 @@ def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -
     mask = pareto_mask(frame[cost].to_numpy(float), frame[value].to_numpy(float))
     front = frame[mask].sort_values(cost)
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.scatter(frame[cost], frame[value], s=6, alpha=0.3, label="all cells")
+    left_out = len(grid) - len(frame)
+    unfinite = f" ({left_out} of {len(grid)} without a finite {value}: not drawn)" if left_out else ""
+    cells = "all cells" + unfinite
+    ax.scatter(frame[cost], frame[value], s=6, alpha=0.3, label=cells)
     ax.plot(front[cost], front[value], "r.-", label="Pareto front")
+    costs = frame[cost].to_numpy(float)
+    if (costs > 0).all() and costs.max() > 100 * costs.min():
+        ax.set_xscale("log")
     ax.set_xlabel(
         {"time": "time used (s)", "bits": "bits sent per node", "gossip_steps": "gossip steps"}.get(
             cost, cost
@@ -388,7 +405,9 @@ def pareto_front(grid: pd.DataFrame, cost: str = "time", value: str = "bound") -
 
 def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -> Figure:
     """drift-non-iid-cnn: measured drift / heterogeneity-aware bound over (tau1, tau2), one panel per
-    topology, for one partition; cells outside the non-i.i.d. condition are hatched and marked 'n/c'."""
+    topology, for one partition; cells outside the non-i.i.d. condition are marked 'n/c', cells whose
+    measured drift is below the float32 rounding floor (columns ``measured``, ``rounding_floor``) 'rnd'
+    (their ratio counts as 0: there 0.00 read as a measured drift far below the bound)."""
     frame = pd.DataFrame([r for r in rows if r["partition"] == partition])
     topologies = list(dict.fromkeys(frame["topology"]))
     fig, axes = plt.subplots(1, len(topologies), figsize=(3.6 * len(topologies), 3.4), squeeze=False)
@@ -401,9 +420,19 @@ def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -
         ok = part.pivot_table(
             index="tau1", columns="tau2", values="condition_ok", aggfunc="min", dropna=False
         )
+        noise = (
+            (part["measured"] <= part["rounding_floor"]).rename("noise")
+            if {"measured", "rounding_floor"} <= set(part)
+            else pd.Series(False, index=part.index, name="noise")
+        )
+        below = part.assign(noise=noise.astype(float)).pivot_table(
+            index="tau1", columns="tau2", values="noise", aggfunc="max", dropna=False
+        )
+        rounding = np.nan_to_num(below.to_numpy(dtype=float)) > 0  # (a cell without rows: NaN, not below)
         image = ax.imshow(table.to_numpy(), origin="lower", cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
         for (i, j), value in np.ndenumerate(table.to_numpy()):
             text = f"{value:.2f}" if bool(ok.to_numpy()[i, j]) else "n/c"
+            text = "rnd" if text != "n/c" and rounding[i, j] else text
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="w" if value < top / 2 else "k")
         ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
         ax.set_yticks(range(len(table.index)), [str(c) for c in table.index])
@@ -411,7 +440,8 @@ def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -
         ax.set_ylabel(r"$\tau_1$")
         ax.set_title(f"{topology} ($\\zeta$ = {float(part['zeta'].iloc[0]):.2f})", fontsize=9)
     fig.colorbar(image, ax=axes[0].tolist(), label="measured drift / bound")
-    fig.suptitle(f"MNIST CNN, {partition}: drift against the heterogeneity-aware term", fontsize=10)
+    fig.suptitle(f"MNIST CNN, {partition}: drift against the heterogeneity-aware term\n(n/c: outside its "
+                 "condition; rnd: drift below float32 rounding, counted as 0)", fontsize=10)  # fmt: skip
     return fig
 
 
@@ -467,7 +497,7 @@ def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
                     xytext=(3, 3), textcoords="offset points")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlabel("predicted: the bound at the configuration's eta")
-    ax.set_ylabel("measured final training loss (mean over seeds)")
+    ax.set_ylabel("measured final training loss\n(mean over seeds; bars: one standard deviation)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -487,7 +517,8 @@ def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
 
 def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
     """The ``tightness`` check: against tau2, the PEP worst case of each left side and the bounds, for the
-    largest tau1 and varsigma^2 of the table, one panel per topology (log scale)."""
+    largest tau1 and varsigma^2 of the table, one panel per topology (log scale); Proposition 1 hollow
+    where its step-size condition (eta) fails (column ``paper_condition_ok``), as the check counts it."""
     frame = pd.DataFrame(rows)
     values = ["worst_case", "bound", "worst_case_all_steps", "bound_paper"]
     frame[values] = frame[values].apply(pd.to_numeric, errors="coerce")  # a cell without a worst case: NaN
@@ -501,7 +532,18 @@ def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
         ax.plot(part["tau2"], part["worst_case"], "o-", label="worst case, local steps (PEP)")
         ax.plot(part["tau2"], part["bound"], "s--", label="our non-i.i.d. repair")
         ax.plot(part["tau2"], part["worst_case_all_steps"], "o-", label="worst case, all steps (PEP)")
-        ax.plot(part["tau2"], part["bound_paper"], "^:", label="Proposition 1")
+        claimed = (
+            part["paper_condition_ok"].astype(bool)
+            if "paper_condition_ok" in part
+            else pd.Series(True, index=part.index)
+        )
+        line = ax.plot(part["tau2"], part["bound_paper"], ":", label="Proposition 1")[0]
+        paper = part["bound_paper"].where(claimed)
+        ax.plot(part["tau2"], paper, "^", color=line.get_color())
+        if not claimed.all():  # where its condition (eta) fails it claims nothing (the check's count)
+            idle = part["bound_paper"].where(~claimed)
+            ax.plot(part["tau2"], idle, "^", mfc="none", color=line.get_color(),
+                    label="Proposition 1, condition (eta) fails: no claim")  # fmt: skip
         size = f"N = {n}, " if "N" in frame else ""
         tau1, varsigma2 = part["tau1"].iloc[0], part["varsigma2"].iloc[0]
         ax.set_title(f"{top}, {size}tau1 = {tau1}, varsigma^2 = {varsigma2:g}", fontsize=9)
@@ -510,6 +552,7 @@ def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(r"average $\|\nabla F(u_t)\|^2$ (gap = L = 1)")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    fig.legend(handles.values(), handles.keys(), loc="lower center", fontsize=7, ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))  # (the legend below: it covered a panel's lines)
     return fig

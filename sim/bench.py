@@ -53,6 +53,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,7 @@ def stacked_forms_benchmark(
     if dev.type == "cuda":
         forms += [("nchw", True, False), ("nchw", False, True), ("bmm", False, True)]
     out: dict[str, Any] = {}
-    flags = torch.backends.cudnn, torch.backends.cuda.matmul
+    flags: tuple[Any, Any] = torch.backends.cudnn, torch.backends.cuda.matmul  # (modules as settings)
     with kept_torch_settings(), seeded_torch(0, dev):  # the same models and inputs whatever ran before
         for (name, module, shape), n in zip(
             (("mnist", MnistCNN, (1, 28, 28)), ("cifar10", CifarCNN, (3, 32, 32))), nodes, strict=True
@@ -270,7 +271,9 @@ def compiled_step_benchmark(
 
     def compiled_variant() -> tuple[Callable[[], tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
         compiled = Stack(model)  # the same step, its losses compiled (Stack.gradients differentiates them)
-        compiled.stacked_losses = torch.compile(compiled.stacked_losses, dynamic=False, fullgraph=True)
+        compiled.stacked_losses = torch.compile(  # type: ignore[method-assign]  # (this one Stack's)
+            compiled.stacked_losses, dynamic=False, fullgraph=True
+        )
         step = _gradients_call(compiled, *inputs)
         start = time.perf_counter()
         step()
@@ -279,16 +282,17 @@ def compiled_step_benchmark(
 
     def graph_variant() -> tuple[Callable[[], tuple[torch.Tensor, torch.Tensor]], dict[str, Any]]:
         with torch.cuda.device(dev):  # torch.cuda.graph's capture stream is made on the current device
-            static = [t.clone() for t in inputs]
+            static = tuple(t.clone() for t in inputs)
+            X_s, x_s, y_s, w_s = static
             side = torch.cuda.Stream(dev)
             side.wait_stream(torch.cuda.current_stream(dev))
             with torch.cuda.stream(side):  # warm-up off the capture (autograd's and cuBLAS's first calls)
                 for _ in range(3):
-                    stack.gradients(*static)
+                    stack.gradients(X_s, x_s, y_s, w_s)
             torch.cuda.current_stream(dev).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                result = stack.gradients(*static)
+                result = stack.gradients(X_s, x_s, y_s, w_s)
             for tensor in result:
                 tensor.fill_(float("nan"))
 
@@ -439,18 +443,17 @@ def gossip_benchmark(
         row: dict[str, float | str] = {}
         if n <= dense_up_to:
             dense = torch.as_tensor(as_dense(C), dtype=torch.float32, device=device)
-            row["dense_ms"] = round(1000 * _time(lambda dense=dense, X=X: dense @ X, repeats, device), 3)
+            row["dense_ms"] = round(1000 * _time(partial(torch.matmul, dense, X), repeats, device), 3)
             del dense
         sparse = sparse_mixing(C, device=device)
         csr = as_mixing(sparse)  # the product a run makes (sim.gossip.csr_product on the CPU)
-        row["sparse_ms"] = round(1000 * _time(lambda csr=csr, X=X: csr.mix(X, X[:0]), repeats, device), 3)
+        row["sparse_ms"] = round(1000 * _time(partial(csr.mix, X, X[:0]), repeats, device), 3)
         diagonal = DiagonalMixing.of(C)
         assert diagonal is not None  # any C (no limit on its diagonals)
-        shifted = lambda diagonal=diagonal, X=X: diagonal.mix(X, X[:0])  # noqa: E731
-        row["diagonal_ms"] = round(1000 * _time(shifted, repeats, device), 3)
+        row["diagonal_ms"] = round(1000 * _time(partial(diagonal.mix, X, X[:0]), repeats, device), 3)
         if device.type == "cuda":  # the shifted adds fused into one kernel by torch.compile (Triton)
             row["diagonal_compiled_ms"] = _compiled_diagonal_ms(diagonal, X, repeats)
-        row["copy_ms"] = round(1000 * _time(lambda X=X: X.clone(), repeats, device), 3)
+        row["copy_ms"] = round(1000 * _time(X.clone, repeats, device), 3)
         row["chosen"] = mixing_form(choose_mixing(C, device))
         rows[str(n)] = row
         del X, sparse, csr
@@ -603,8 +606,8 @@ def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
     largest = max(sizes.gossip_nodes)  # the memory-bound regime: one gossip step against one copy
     torus = gossip_benchmark(stack.d, (largest,), repeats, dev, sizes.dense_gossip_up_to, "torus")
     out[f"gossip_torus_step_ms_d{stack.d}"] = torus
-    for name, row in (("ring", gossip[str(largest)]), ("torus", torus[str(largest)])):
-        out |= _gossip_headline(f"gossip_{name}_{largest}", row)
+    for name, step_ms in (("ring", gossip[str(largest)]), ("torus", torus[str(largest)])):
+        out |= _gossip_headline(f"gossip_{name}_{largest}", step_ms)
     with tempfile.TemporaryDirectory() as folder:
         sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder, sizes.sweep_repeats)
     out["sweep"] = sweep

@@ -96,7 +96,7 @@ class Dataset:
         About 0.1 s for MNIST's inputs, once per data set."""
         crc = 0
         for x in (self.x_train, self.x_test):
-            crc = zlib.crc32(x.contiguous().numpy(), crc)
+            crc = zlib.crc32(x.contiguous().numpy().data, crc)
         return f"{self.digest}-{crc:08x}"
 
     def train_on(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:

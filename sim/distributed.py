@@ -81,11 +81,9 @@ class Comm:
         padded[: len(rows)] = rows
         parts = [torch.empty_like(padded) for _ in self.blocks] if self.is_main else None
         dist.gather(padded, parts, dst=0)
-        return (
-            torch.cat([p[: len(b)] for p, b in zip(parts, self.blocks, strict=True)])
-            if self.is_main
-            else None
-        )
+        if parts is None:  # not rank 0
+            return None
+        return torch.cat([p[: len(b)] for p, b in zip(parts, self.blocks, strict=True)])
 
     def gather(self, value: torch.Tensor) -> list[torch.Tensor] | None:
         """Every rank's ``value`` (the same shape on all), in rank order, on rank 0."""
@@ -211,6 +209,7 @@ class HaloMixing:
                 incoming[q] = [torch.empty((len(self.need[q]), w), dtype=dt) for w, dt in columns]
                 requests.extend(dist.irecv(t, src=q) for t in incoming[q])
         for r in requests:
+            assert r is not None  # (None only for a rank outside the default group)
             r.wait()
         return incoming
 

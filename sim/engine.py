@@ -8,8 +8,9 @@ for large N). Rows are nodes, so the paper's X_{t+1} = X_t C (columns = nodes) i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import torch
@@ -36,6 +37,10 @@ SAMPLES_PER_CALL_CUDA = 8192  # node mini-batch samples per stacked gradient cal
 # set on the GPU (75 GB); the runs share one now (Dataset.train_on)
 
 
+StackedForward: TypeAlias = Callable[[dict[str, torch.Tensor], torch.Tensor, str | None], torch.Tensor]
+"""A model's ``forward_stacked(params, x, form)``: N models' logits from (N, ...) parameters and inputs."""
+
+
 class Stack:
     """Flattening between a module's parameters and rows of X, and batched losses/gradients."""
 
@@ -48,6 +53,8 @@ class Stack:
         check_stacked_form(form)
         self.module = module
         self.form = form
+        self.forward_stacked: StackedForward | None = getattr(module, "forward_stacked", None)
+        """All nodes' models in one pass (the paper's CNNs, logreg, lstsq); None: vmap per node."""
         named = list(module.named_parameters())
         self.names = [n for n, _ in named]
         self.shapes = [tuple(p.shape) for _, p in named]
@@ -79,7 +86,7 @@ class Stack:
         y: torch.Tensor,
         w: torch.Tensor,
         samples_per_call: int | None = None,
-    ):
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Each node's mini-batch gradient and loss: G (N x d), losses (N,). x: (N, B, ...).
 
         Models with a ``forward_stacked`` (the paper's CNNs, logreg, lstsq) run all nodes as one
@@ -101,9 +108,11 @@ class Stack:
                  for i in range(0, X.shape[0], rows)]  # fmt: skip
         return torch.cat([G for G, _ in parts]), torch.cat([losses for _, losses in parts])
 
-    def _gradients(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+    def _gradients(
+        self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`gradients` in one pass."""
-        if getattr(self.module, "forward_stacked", None) is None:
+        if self.forward_stacked is None:
             return self.gradients_vmap(X, x, y, w)
         with torch.enable_grad():
             Xg = X.detach().requires_grad_(True)
@@ -117,10 +126,14 @@ class Stack:
         """Each node's weighted-mean mini-batch loss (N,) from one stacked forward pass of the module's
         ``forward_stacked`` in this Stack's form: the function :meth:`gradients` differentiates (and
         ``dfl-sim bench`` compiles, :func:`sim.bench.compiled_step_benchmark`)."""
-        logits = self.module.forward_stacked(self.unflatten(X), x, self.form)
+        if self.forward_stacked is None:
+            raise TypeError(f"{type(self.module).__name__} has no forward_stacked (expected a stacked model)")
+        logits = self.forward_stacked(self.unflatten(X), x, self.form)
         return _node_losses(self.module, logits, y, w)
 
-    def gradients_vmap(self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+    def gradients_vmap(
+        self, X: torch.Tensor, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The generic path, ``vmap(grad_and_value(loss))`` over functional_call (any model)."""
         grads, losses = self._grads(self.unflatten(X), x, y, w)
         return torch.cat([grads[n].reshape(X.shape[0], -1) for n in self.names], dim=1), losses

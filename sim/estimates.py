@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-def _flat_loss(stack: Stack, x: torch.Tensor, y: torch.Tensor):
+def _flat_loss(stack: Stack, x: torch.Tensor, y: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     weight = torch.ones(len(y), device=x.device)
     return lambda w: stack._loss(stack.unflatten(w), x, y, weight)
 
@@ -332,12 +332,12 @@ def probe_heterogeneity_runs(
 
     def finish(i: int) -> None:
         sigma2, sigma2_se, varsigma2, noise = (np.array(v) for v in zip(*measured[i], strict=True))
-        probes[i] = HeterogeneityProbe(
+        probes[i] = probe = HeterogeneityProbe(
             drift[i, : length[i]].cpu().numpy(), locals_[i], chosen[i], sigma2, sigma2_se, varsigma2, noise,
             [states[i][0], states[i][-1]], float(second[i, : length[i]].max()),
         )  # fmt: skip
         if done:
-            done(i, probes[i])
+            done(i, probe)
 
     active = [lane for lane in lanes if lane.t < length[lane.index]]
     index = torch.tensor([lane.index for lane in active], device=drift.device)  # sent again when runs end

@@ -102,7 +102,7 @@ def evaluate_runs(
         nodes = node_sample(X.shape[0])
         models += [u, u, *(X[i] for i in nodes)]
         inputs += [(ev.x_tr, ev.y_tr), (ev.x_te, ev.y_te), *((ev.x_tr, ev.y_tr) for _ in nodes)]
-    if batched and getattr(stack.module, "forward_stacked", None) is not None:
+    if batched and stack.forward_stacked is not None:
         losses, accuracies = _losses_and_accuracies(stack, models, inputs)
         grads = _gradient_norms2(stack, models, inputs, firsts)
     else:
@@ -170,7 +170,8 @@ def _losses_and_accuracies(
 ) -> tuple[list[float], list[float]]:
     """Mean loss and accuracy of each model (d,) on its own samples, stacked passes."""
     losses, accuracies = [0.0] * len(models), [0.0] * len(models)
-    stacked = stack.module.forward_stacked
+    stacked = stack.forward_stacked
+    assert stacked is not None  # (the caller checked)
     for size, members in _groups(inputs, list(range(len(models)))).items():
         W = torch.stack([models[i] for i in members])
         params = stack.unflatten(W)

@@ -244,7 +244,7 @@ class AverageMixing(EveryNodeHere):
 
     def __post_init__(self) -> None:
         given = self.sizes
-        whole = lambda g: isinstance(g, numbers.Integral) and not isinstance(g, bool) and g >= 1  # noqa: E731
+        whole = lambda g: isinstance(g, numbers.Integral) and not isinstance(g, bool) and int(g) >= 1  # noqa: E731
         if not (isinstance(given, tuple | list) and given and all(whole(g) for g in given)):
             raise InputError(
                 f"sizes = {given!r} (expected the groups' sizes: a non-empty tuple of whole numbers >= 1)"
@@ -478,8 +478,8 @@ class ChocoGossip:
         if not 0 < self.gamma <= 1:
             raise InputError(f"gamma = {self.gamma} is out of range (expected 0 < gamma <= 1)")
         self.mixing = as_mixing(self.C)
-        sparse = isinstance(self.compressor, TopK | RandK)
-        self._nonzeros = self.compressor.k if sparse else None  # only the kept coordinates travel
+        sparse = self.compressor if isinstance(self.compressor, TopK | RandK) else None
+        self._nonzeros = None if sparse is None else sparse.k  # only the kept coordinates travel
 
     def step(self, X: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
         if self.X_hat is None:

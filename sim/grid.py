@@ -141,7 +141,7 @@ def _bundle(
         bad = next(t for t in tables if not isinstance(t, dict) or not t)
         what = "an empty table" if bad == {} else f"{bad!r} beside tables"
         raise InputError(f"{where} holds {what} (expected a list of non-empty tables of fields)")
-    bundle = []
+    bundle: list[dict[str, Any]] = []
     for table in tables:
         fields_ = fields_once(table, lambda k: _field(path, k), where)
         for name in fields_:
@@ -255,14 +255,14 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
         if not any(idle):
             continue
         groups: dict[str, int] = {}
-        for point, why in zip(points, idle, strict=True):
+        for point, reason in zip(points, idle, strict=True):
             others = repr(sorted((k, repr(v)) for k, v in point.values.items() if k != name))
-            groups[others] = groups.get(others, 0) + (why is None)
+            groups[others] = groups.get(others, 0) + (reason is None)
         values = {repr(p.values[name]) for p in points}
         if all(idle) or (len(values) > 1 and max(groups.values()) < 2):  # (one value read somewhere: kept)
-            values = ", ".join(dict.fromkeys(repr(p.values[name]) for p in points))
+            shown = ", ".join(dict.fromkeys(repr(p.values[name]) for p in points))
             raise InputError(
-                f"grid file {str(path)!r}: [grid] {name} = [{values}] changes nothing: "
+                f"grid file {str(path)!r}: [grid] {name} = [{shown}] changes nothing: "
                 f"{next(w for w in idle if w)} (expected a field these runs read)"
             )
     seen: dict[str, GridPoint] = {}
@@ -273,8 +273,8 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
             differ = [
                 k for k, v in asdict(point.config).items() if k != "out" and getattr(first.config, k) != v
             ]
-            why = dict(first.config.without_effect(differ)) | dict(point.config.without_effect(differ))
-            unread = "; ".join(f"{k}: {w}" for k, w in why.items())
+            ignored = dict(first.config.without_effect(differ)) | dict(point.config.without_effect(differ))
+            unread = "; ".join(f"{k}: {w}" for k, w in ignored.items())
             raise InputError(
                 f"grid file {str(path)!r}: the points {first.values} and {point.values} are one run "
                 f"({unread or 'the same settings'}; expected each run once: fields that only go together "

@@ -55,8 +55,8 @@ class Comm(Protocol):
     rank: int
     world: int
 
-    def full(self, rows: torch.Tensor) -> torch.Tensor:
-        """The full N x d matrix from this process's rows (on the main process)."""
+    def full(self, rows: torch.Tensor) -> torch.Tensor | None:
+        """The full N x d matrix from this process's rows (on the main process; None on the others)."""
         ...
 
     def gather(self, value: torch.Tensor) -> list[torch.Tensor] | None:
@@ -90,10 +90,15 @@ class RunState(Protocol):
 
     X: torch.Tensor
     t: int
-    tau: int
-    sampler: Sampler
-    gen: torch.Generator | None
-    gossip: ExactGossip | ChocoGossip
+
+    @property
+    def tau(self) -> int: ...
+    @property
+    def sampler(self) -> Sampler: ...
+    @property
+    def gen(self) -> torch.Generator | None: ...
+    @property
+    def gossip(self) -> ExactGossip | ChocoGossip: ...
 
     def learning_rate(self, t: int | None = None) -> float: ...
 
@@ -242,8 +247,8 @@ class RunRecorder:
             self._pending = (PHASES[kind], losses)
         return self._pending is not None
 
-    def full_X(self) -> torch.Tensor:
-        """The run's full N x d matrix (a collective; meaningful on the main process)."""
+    def full_X(self) -> torch.Tensor | None:
+        """The run's full N x d matrix (a collective; on the main process, None on the others)."""
         return self.comm.full(self.state.X)
 
     def finish_step(self, metrics: dict[str, float] | None) -> None:
@@ -274,7 +279,7 @@ class RunRecorder:
             extra = comm.extra_summary()  # a collective: every process takes part
         finally:
             self.close()
-        if not comm.is_main:
+        if X is None:  # not the main process
             return {}
         u = X.mean(0)
         final_loss, _ = s.stack.evaluate(u, self.evaluator.x_tr, self.evaluator.y_tr)
@@ -294,11 +299,13 @@ class RunRecorder:
             **extra,
         }
         if config.save_params:
-            params = s.stack.unflatten(X.cpu())
-            atomic_write(
-                s.out / "params.npz",
-                lambda p: np.savez(p.open("wb"), **{k: v.numpy() for k, v in params.items()}),
-            )
+            arrays: dict[str, Any] = {k: v.numpy() for k, v in s.stack.unflatten(X.cpu()).items()}
+
+            def write_params(path: Path) -> None:  # (a path's savez would add .npz to the temporary name)
+                with path.open("wb") as fh:
+                    np.savez(fh, **arrays)
+
+            atomic_write(s.out / "params.npz", write_params)
         atomic_write(s.out / "summary.json", lambda p: p.write_text(json.dumps(jsonable(summary), indent=1)))
         return summary
 
@@ -351,10 +358,12 @@ class RunRecorder:
         hat = {k: self.comm.full(v) for k, v in state.gossip.state().items()}
         gens = self.comm.gather(state.gen.get_state()) if state.gen is not None else None  # one per process
         if self.comm.is_main:
+            assert X is not None  # (the main process has every full matrix)
+            hat_full = {k: v for k, v in hat.items() if v is not None}
             saved = fingerprint(self.config) | {"steps": self.config.steps}
             try:
-                _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat, self.counters, saved,
-                                 self.s.digests)  # fmt: skip
+                _save_checkpoint(self.checkpoint, X, state.t, state.sampler, gens, hat_full, self.counters,
+                                 saved, self.s.digests)  # fmt: skip
             except (OSError, RuntimeError) as exc:  # torch.save reports a full disk as a RuntimeError
                 why = _save_failure(exc)
                 kept = (
@@ -420,7 +429,7 @@ def run_loop(
 
 def _finish_with_metrics(recorder: RunRecorder) -> None:
     X = recorder.full_X()
-    recorder.finish_step(recorder.evaluator.metrics(X) if recorder.comm.is_main else None)
+    recorder.finish_step(None if X is None else recorder.evaluator.metrics(X))  # (X: on the main process)
 
 
 DIVERGENCE_FACTOR = 1e3  # a mini-batch loss this many times the first one counts as divergence
@@ -477,6 +486,7 @@ def _smaller_step(config: RunConfig) -> str:
     """What a diverged run should change: eta, or under the C-DFL schedule (where eta is not used) its first
     step 4 / (mu a), through mu or a."""
     if config.lr_schedule == "cdfl":
+        assert config.mu is not None and config.a is not None  # (RunConfig checked: both > 0)
         first = 4 / (float(config.mu) * float(config.a))
         return f"expected a smaller first step 4 / (mu a) = {first:.4g}: a larger --mu or --a"
     return f"expected a smaller eta than {config.eta}"
@@ -525,7 +535,7 @@ def _rows_up_to(path: Path, t: int) -> list[dict[str, str]]:
     """The complete metrics rows of steps <= t (a row cut short by a kill is dropped)."""
     if not path.is_file():
         return []
-    rows = []
+    rows: list[dict[str, str]] = []
     with path.open(newline="") as fh:
         for row in csv.DictReader(fh):
             if None in row or any(row.get(c) is None for c in COLUMNS):

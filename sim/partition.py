@@ -115,7 +115,9 @@ class Given:
 PARTITIONS = ("iid", "shards", "dirichlet", "given")
 
 
-def make_partition(name: str, *, alpha: float = 0.5, node: np.ndarray | None = None):
+def make_partition(
+    name: str, *, alpha: float = 0.5, node: np.ndarray | None = None
+) -> IID | Shards | Dirichlet | Given:
     """A partitioner by name."""
     if name == "iid":
         return IID()

@@ -236,6 +236,7 @@ def _dfl_grid(
 def _cdfl_grid(config: RunConfig, settings: PlanSettings, constants: dict[str, Any]) -> pd.DataFrame:
     """Lemma 13 over (compressor, parameter, tau1, tau2) with K the rounds whose messages fit the bits
     budget (a gossip step costs its message bits; local steps are free), eta_k = 4 / (mu (a + k))."""
+    assert settings.mu is not None and settings.G2 is not None  # (PlanSettings checked: a C-DFL plan has)
     result = optimize_cdfl(
         L=constants["L"], mu=settings.mu, sigma2_bar=constants["sigma2"], G2=settings.G2, N=config.nodes,
         zeta=constants["zeta"], beta_mix=constants["beta_mix"], dim=constants["dim"], t_comp=1e-12,
@@ -360,6 +361,7 @@ def _simulation(
         log_every=max(config.log_every, int(row["steps"]) // 10),
     )  # fmt: skip
     if config.algorithm == "cdfl":  # Lemma 13's schedule and CHOCO-G's gamma of Lemma 9
+        assert mu is not None  # (PlanSettings checked: a C-DFL plan has mu)
         eta0 = float(row["eta"])
         sim = dataclasses.replace(
             sim, lr_schedule="cdfl", mu=mu, a=4 / (mu * eta0), gamma=float(row["gamma"])
@@ -531,7 +533,7 @@ def _plan_in(
     _atomic_csv(table, out / "table.csv")
     rho = float(spearmanr(table["bound_rank"], table["loss_mean"]).statistic) if len(table) > 2 else np.nan
     first = table.iloc[0]
-    chosen_configuration = {
+    chosen_configuration: dict[str, Any] = {
         "tau1": int(first["tau1"]),
         "tau2": int(first["tau2"]),
         "eta": float(first["eta"]),

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bounds import InputError
 from bounds.cdfl.compression import Compressor
 from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.engine import Sampler
@@ -51,7 +52,13 @@ def reference_run(
     compressor: Compressor | None = None,
     rng: np.random.Generator | None = None,
 ) -> list[torch.Tensor]:
-    """Run the schedule ``kinds`` node by node; returns X (N x d) after every step (X_1 first)."""
+    """Run the schedule ``kinds`` node by node; returns X (N x d) after every step (X_1 first).
+
+    Gossip is exact averaging by C, or CHOCO-G with ``compressor`` and its consensus step ``gamma`` (both
+    given), the compressor's draws from ``rng`` (default: ``numpy.random.default_rng(0)``)."""
+    if compressor is not None and gamma is None:
+        raise InputError(f"compressor = {compressor!r} needs gamma (expected CHOCO-G's consensus step)")
+    rng = np.random.default_rng(0) if rng is None else rng
     n = C.shape[0]
     models = [copy.deepcopy(template) for _ in range(n)]
     for m in models:
@@ -74,7 +81,8 @@ def reference_run(
         if kind == GOSSIP and compressor is None:
             for m, state in zip(models, _average(models, C), strict=True):
                 m.load_state_dict(state)
-        elif kind == GOSSIP:
+        elif kind == GOSSIP and compressor is not None:  # CHOCO-G
+            assert gamma is not None  # (checked above)
             xs = [_vector(m) for m in models]
             new = [
                 xs[i] + gamma * sum(float(C[j, i]) * (hats[j] - hats[i]) for j in range(n)) for i in range(n)

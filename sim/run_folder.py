@@ -226,7 +226,7 @@ def check_metrics_file(path: Path) -> None:
         )
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """``write`` a temporary file, flush it to the disk (fsync), then rename it to ``path`` and flush the
     folder: a reader sees the old file or the new one whole, after a killed process and after a power loss
     too. A failed write (a full disk) removes the temporary file and leaves ``path`` as it was."""

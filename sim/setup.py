@@ -84,6 +84,7 @@ def mixing(config: RunConfig, uses_J: bool) -> np.ndarray | sp.csr_matrix | Exac
 def learning_rate(config: RunConfig) -> float | Callable[[int], float]:
     """eta, or the C-DFL schedule eta_k = 4 / (mu (a + k)) (Proposition 2) as a function of the round k."""
     if config.lr_schedule == "cdfl":
+        assert config.mu is not None and config.a is not None  # (RunConfig checked: both > 0)
         mu, a = float(config.mu), float(config.a)
         return lambda k: 4.0 / (mu * (a + k))
     return float(config.eta)
@@ -431,13 +432,13 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
         )
     _check_steps(config, saved, int(state["t"]))  # after the fields: every differing one named at once
     digests = digests or {}
-    why = {
+    changed = {
         "mixing_digest": "build another mixing matrix C than the checkpoint's (an edited edges:/matrix: "
         "file, or Erdos-Renyi above 10,000 nodes, drawn by another generator since 2026-11-27",
         "data_digest": f"read other data than the checkpoint's (the data set {config.dataset!r} has changed "
         "under its name",
     }
-    for key, reason in why.items():
+    for key, reason in changed.items():
         before = state.get(key)  # absent in checkpoints written before 2026-11-27 (the data digest: later)
         if digests.get(key) is not None and before is not None and before != digests[key]:
             raise InputError(

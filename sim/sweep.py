@@ -272,8 +272,9 @@ class SweepEngine:
 
         def build() -> Mixing:
             matrices = [self.C[lane.index] for lane in lanes]
-            if all(isinstance(C, ExactAverage) for C in matrices):  # runs that average exactly: no N^2 arrays
-                return AverageMixing(tuple(C.n for C in matrices))
+            averages = [C for C in matrices if isinstance(C, ExactAverage)]
+            if len(averages) == len(matrices):  # runs that average exactly: no N^2 arrays
+                return AverageMixing(tuple(C.n for C in averages))
             blocks = sp.block_diag([as_matrix(C) for C in matrices], format="csr")
             return as_mixing(choose_mixing(blocks, self.X.device))
 
@@ -469,6 +470,11 @@ def _interrupted(recorders: Sequence[RunRecorder]) -> RunInterrupted:
 
 def _log_due(recorders: Sequence[RunRecorder]) -> None:
     """The metrics rows due at this step, every run's models evaluated in one batched pass."""
-    metrics = evaluate_runs([(r.evaluator, r.full_X()) for r in recorders])
+    runs = []
+    for r in recorders:
+        X = r.full_X()
+        assert X is not None  # (a sweep is one process, the main one)
+        runs.append((r.evaluator, X))
+    metrics = evaluate_runs(runs)
     for r, m in zip(recorders, metrics, strict=True):
         r.finish_step(m)

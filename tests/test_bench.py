@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,16 @@ def _tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
+def _captured(fn: Any) -> list[Any]:
+    """What a timed callable uses: a closure's cells and defaults, a partial's function and arguments, a bound
+    method's object."""
+    if isinstance(fn, functools.partial):
+        return [*_captured(fn.func), *fn.args, *fn.keywords.values()]
+    cells = [cell.cell_contents for cell in getattr(fn, "__closure__", None) or ()]
+    owner = [fn.__self__] if hasattr(fn, "__self__") else []
+    return cells + list(getattr(fn, "__defaults__", None) or ()) + owner
+
+
 class _FactoryDevices(TorchFunctionMode):
     """Records the ``device=`` of every tensor factory called from sim/ (None when not given)."""
 
@@ -76,8 +87,7 @@ def test_bench_puts_every_tensor_on_the_requested_device(monkeypatch: pytest.Mon
     devices: list[torch.device] = []
 
     def fake_time(fn, repeats: int, dev: torch.device) -> float:
-        captured = [cell.cell_contents for cell in fn.__closure__ or ()] + list(fn.__defaults__ or ())
-        timed.extend(_tensors(captured))
+        timed.extend(_tensors(_captured(fn)))
         devices.append(dev)
         fn()
         return 1e-3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -169,11 +171,13 @@ def test_run_curves_draw_every_finite_value_and_name_a_diverged_run() -> None:
     assert loss.get_yscale() == "log" and run_curves({"ok": _metrics(steps)}).axes[0].get_yscale() == "linear"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == list(drawn)
     # an exact 0 on a log panel (consensus at step 0, after an exact average) vanished: a hollow marker at
-    # half the panel's smallest positive value now (a probe's finding)
+    # half the panel's smallest positive value now (a probe's finding), and the line goes through it (a
+    # second probe: joining the positive points alone drew a run averaging exactly every 3 steps as flat)
     synced = _metrics(steps, consensus=[0.0, 0.152, 0.0, 0.0706, 0.0])
     consensus = run_curves({"sync": synced}).axes[2]
     line, zeros = consensus.get_lines()
-    assert line.get_xydata()[:, 1].tolist() == [0.152, 0.0706] and zeros.get_xdata().tolist() == [0, 2, 4]
+    assert line.get_xydata()[:, 1].tolist() == [0.0353, 0.152, 0.0353, 0.0706, 0.0353]
+    assert zeros.get_xdata().tolist() == [0, 2, 4]
     assert zeros.get_ydata().tolist() == [0.0353] * 3 and zeros.get_markerfacecolor() == "none"
     assert "hollow: 0, drawn at 0.035" in consensus.get_ylabel()
 
@@ -341,7 +345,6 @@ def test_figures_a_probe_found_drawing_wrong_pictures() -> None:
     """run_curves: run 0 and run 10 were one colour and style; tightness_figure joined N = 3 and N = 4 into
     one sawtooth line; bound_heatmap dropped an all-NaN row; drift_ratio_heatmaps then put 'n/c' on the
     wrong cells (its two tables lost a column apart)."""
-    import itertools
 
     from plots.figures import (
         bound_heatmap,
@@ -442,3 +445,37 @@ def test_plausible_mistakes_with_the_figure_functions_are_named() -> None:
     for call, message in cases:
         with pytest.raises(InputError, match=message):
             call()
+
+
+def test_figures_say_what_they_leave_out_and_what_they_draw() -> None:
+    """A probe looked at every figure: blank heatmap cells and undrawn Pareto cells went unsaid, a C-DFL
+    front's cheap cells stacked at 0 on a linear bits axis, Proposition 1 was drawn alike where its
+    condition fails (where it claims nothing), a drift below float32 rounding showed as ratio 0.00, and the
+    seed curves did not say what line and band are."""
+    from plots.figures import drift_ratio_heatmaps, pareto_front, tightness_figure
+
+    cells = itertools.product([1, 2, 3], [1, 2, 3])
+    grid = pd.DataFrame(
+        {"tau1": t1, "tau2": t2, "time": 10.0 ** (t1 + t2), "bound": np.inf if t2 == 3 else 1.0 / (t1 * t2)}
+        for t1, t2 in cells
+    )
+    assert bound_heatmap(grid).axes[0].get_title() == "blank: no finite bound (3 of 9 cells)"
+    ax = pareto_front(grid).axes[0]
+    assert ax.get_xscale() == "log"  # costs 1e2 .. 1e5
+    assert "3 of 9 without a finite bound: not drawn" in ax.get_legend().get_texts()[0].get_text()
+    assert pareto_front(grid.assign(time=grid["tau1"] + 1.0)).axes[0].get_xscale() == "linear"
+    rows = [{"topology": "ring", "tau1": 2, "tau2": t2, "varsigma2": 0.5, "worst_case": 1.0, "bound": 2.0,
+             "worst_case_all_steps": 0.9, "bound_paper": 1.5, "paper_condition_ok": t2 != 2}
+            for t2 in (1, 2, 4)]  # fmt: skip
+    fig = tightness_figure(rows)
+    hollow = [line for line in fig.axes[0].get_lines() if line.get_markerfacecolor() == "none"]
+    assert [line.get_ydata()[1] for line in hollow] == [1.5] and np.isnan(hollow[0].get_ydata()[[0, 2]]).all()
+    assert "condition (eta) fails" in " ".join(t.get_text() for t in fig.legends[0].get_texts())
+    ratios = [{"partition": "iid", "topology": "ring", "zeta": 0.9, "tau1": t1, "tau2": 1, "ratio": 0.0,
+               "condition_ok": True, "measured": 1e-11 if t1 == 1 else 1e-3, "rounding_floor": 1e-9}
+              for t1 in (1, 2)]  # fmt: skip
+    marks = [t.get_text() for t in drift_ratio_heatmaps(ratios, "iid").axes[0].texts]
+    assert marks == ["rnd", "0.00"]
+    seeds = [[[0, 1.0, 0.1, 0, 0], [1, 0.5, 0.2, 1, 1]]] * 3
+    title = check_curves({"a": seeds}, "Fig. 8")._suptitle
+    assert title is not None and "mean over 3 seeds; band: their min..max" in title.get_text()

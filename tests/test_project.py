@@ -1,10 +1,13 @@
-"""Project hygiene: .ci/run runs the README's two commands, and the code is ruff-clean."""
+"""Project hygiene: .ci/run runs the README's two commands, the code is ruff-clean and its type hints
+agree (mypy)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,12 @@ def test_ruff_clean() -> None:
         pytest.fail("ruff is not installed (it is in the test extras: pip install -e '.[test]')")
     proc = subprocess.run([ruff, "check", str(ROOT)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_type_hints_agree_with_the_code(tmp_path: Path) -> None:
+    """mypy over bounds, sim, plots and paper_checks with pyproject.toml's [tool.mypy] settings."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.fail("mypy is not installed (it is in the test extras: pip install -e '.[test]')")
+    command = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

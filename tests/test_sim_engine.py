@@ -397,3 +397,11 @@ def test_consensus_of_equal_models_is_exactly_zero() -> None:
     assert float(((X - X.mean(0)) ** 2).sum() / 10) > 0 and consensus_distance(X) == 0.0
     Y = torch.randn(10, 300, generator=g, dtype=torch.float64)
     assert consensus_distance(Y) == pytest.approx(float(((Y - Y.mean(0)) ** 2).sum() / 10), rel=1e-12)
+
+
+def test_reference_run_refuses_a_compressor_without_gamma() -> None:
+    """CHOCO-G's step gamma is needed with a compressor ('None * tensor' deep inside the loop, before)."""
+    template, x, y, parts = problem("lstsq")
+    _, C, x0, kinds = engine_history(template, x, y, parts, "cdfl", 2, 3, 5, 0.05, gossip_kind="choco")
+    with pytest.raises(InputError, match="needs gamma"):
+        reference_run(template, x0, C, kinds, 0.05, BatchSampler(parts, 8, seed=1), x, y, compressor=TopK(3))

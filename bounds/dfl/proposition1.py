@@ -184,9 +184,9 @@ def dfl_bound(
     """
     inputs = {"L": L, "sigma2": sigma2, "N": N, "eta": eta, "tau1": tau1, "tau2": tau2, "zeta": zeta,
               "T": T, "gap": gap, "beta_var": beta_var, "heterogeneity": heterogeneity}  # fmt: skip
-    a = _validated(**inputs)
-    eta_, L_, s2, N_, t1, t2, z = (a[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
-    T_, gap_, bv, v2 = a["T"], a["gap"], a["beta_var"], a["heterogeneity"]
+    args = _validated(**inputs)
+    eta_, L_, s2, N_, t1, t2, z = (args[k] for k in ("eta", "L", "sigma2", "N", "tau1", "tau2", "zeta"))
+    T_, gap_, bv, v2 = args["T"], args["gap"], args["beta_var"], args["heterogeneity"]
     never_mixes = (1.0 - z**t2) == 0.0
 
     def mixing(value: np.ndarray, fill: float = np.inf) -> np.ndarray:

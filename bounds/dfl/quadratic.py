@@ -192,6 +192,10 @@ def _targets(n: int, targets: np.ndarray | None) -> np.ndarray:
     return B
 
 
+SERIES = ("grad", "drift", "node", "hetero", "moment")
+"""The per-step series a non-i.i.d. quadratic recursion fills, in :class:`NonIidQuadraticRun`'s order."""
+
+
 @dataclass(frozen=True)
 class NonIidQuadraticRun:
     """Per-step exact expectations of a non-i.i.d. quadratic run (entry t - 1 is the state X_t)."""
@@ -318,7 +322,7 @@ def exact_quadratic_non_iid_runs(
     noise = (eta_**2 * s2 / d)[:, None]  # added to the diagonal of S at a local step
     pull = eta_[:, None, None] * np.einsum("mnij,mnj->mni", A, a)
     kinds = _schedules(tau1, tau2, steps)
-    out = {k: np.empty((len(kinds), m)) for k in ("grad", "drift", "node", "hetero", "moment")}
+    out = {k: np.empty((len(kinds), m)) for k in SERIES}
     diagonal = np.arange(n * d)
 
     def local(M: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -340,14 +344,11 @@ def exact_quadratic_non_iid_runs(
         out["hetero"][t] = (mean_part + (spread_gram * cov_u).sum((-2, -1))) / n
         out["moment"][t] = ((M**2).sum((-2, -1)) + np.trace(S, axis1=1, axis2=2)) / n
         M, S = _step_each(is_local, local, gossip, M, S)
-    return [
-        NonIidQuadraticRun(
-            *(out[key][:T_k, k].copy() for key in ("grad", "drift", "node", "hetero", "moment")),
-            kinds[:T_k, k],
-            problems[k][3],
-        )
-        for k, T_k in enumerate(steps)
-    ]
+    runs = []
+    for k, T_k in enumerate(steps):
+        grad, drift, node, hetero, moment = (out[key][:T_k, k].copy() for key in SERIES)
+        runs.append(NonIidQuadraticRun(grad, drift, node, hetero, moment, kinds[:T_k, k], problems[k][3]))
+    return runs
 
 
 def _non_iid_problem(

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import networkx as nx
 import numpy as np
@@ -51,7 +52,7 @@ __all__ = [
     "topology_matrix",
 ]
 
-Matrix = np.ndarray | sp.csr_matrix
+Matrix: TypeAlias = np.ndarray | sp.csr_matrix
 SPARSE_FROM_NODES = 1000
 
 
@@ -75,12 +76,12 @@ class ExactAverage:
         return np.full((self.n, self.n), 1.0 / self.n)
 
 
-def as_matrix(C: object) -> object:
+def as_matrix(C: object) -> Any:
     """C as a numpy or scipy matrix: :class:`ExactAverage` made into its array, anything else unchanged."""
     return C.toarray() if isinstance(C, ExactAverage) else C
 
 
-def as_dense(C: object) -> np.ndarray:
+def as_dense(C: Any) -> np.ndarray:
     """A matrix (dense, scipy sparse, :class:`ExactAverage`, or nested lists) as a dense numpy array (a dense
     one is not copied)."""
     C = as_matrix(C)
@@ -198,7 +199,7 @@ def _kind(C: object) -> str:
         return "?"
 
 
-def check_mixing_matrix(C: object, *, tol: float = DEFAULT_TOL, require_connected: bool = True) -> Matrix:
+def check_mixing_matrix(C: Any, *, tol: float = DEFAULT_TOL, require_connected: bool = True) -> Matrix:
     """Validate Assumption 1.6 and return C as a float64 dense array or CSR matrix.
 
     Checks, each with a message naming the worst entry: square, finite,
@@ -283,7 +284,8 @@ def _balanced(M: Matrix) -> Matrix:
     float64 check again: lazy(C), a matrix: file, a run's setup check their C once more (a review: float32
     passed once and failed there). Its entries move by about the rounding it already had."""
     M = (M + M.T) / 2
-    M = M.maximum(0) if sp.issparse(M) else np.maximum(M, 0.0)  # (-slack <= c_ij < 0: rounding of a 0)
+    # (-slack <= c_ij < 0: rounding of a 0)
+    M = sp.csr_matrix(M).maximum(0) if sp.issparse(M) else np.maximum(M, 0.0)
     for _ in range(100):
         sums = np.asarray(M.sum(axis=1)).ravel()
         if np.abs(sums - 1.0).max() <= 1e-15 * max(1, M.shape[0]):

@@ -138,7 +138,7 @@ a sparse 2 x 2 C raised scipy's 'ncv must be k<ncv<=n'), as is a sparse C = J (C
 
 def _dense_if_small_or_J(M: Matrix) -> Matrix:
     """M as a dense array where Lanczos cannot or need not run (:data:`DENSE_UP_TO`, C = J), else as is."""
-    if not sp.issparse(M):
+    if isinstance(M, np.ndarray):
         return M
     n = M.shape[0]
     if n <= DENSE_UP_TO or (M.nnz == n * n and np.allclose(M.data, 1.0 / n, rtol=0, atol=1e-15)):
@@ -235,6 +235,7 @@ def _periodic(M: sp.csr_matrix) -> bool:
 
 
 def _sparse_spectrum(M: sp.csr_matrix) -> tuple[float, float, float, str]:
+    lam2: float | None
     if _periodic(M):  # lambda_N = -1 exactly (see _periodic)
         if connected_components(M != 0, directed=False)[0] > 1:  # eigenvalue 1 twice: Lanczos gave the
             lam2 = 1.0  # next one (0.99997 for two 800-rings)
@@ -267,7 +268,7 @@ def consensus_op_norm(C: Matrix, j: int) -> float:
     j = whole_number("j", j, low=0)  # (the power)
     M = check_mixing_matrix(C, require_connected=False)
     n = M.shape[0]
-    if sp.issparse(M):
+    if not isinstance(M, np.ndarray):  # sparse
         if n > _DENSE_OP_NORM_MAX_NODES:
             raise InputError(
                 f"N = {n} is too large for the dense matrix power (expected N <= {_DENSE_OP_NORM_MAX_NODES})"

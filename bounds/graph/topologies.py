@@ -175,9 +175,11 @@ def _pairs(edges: object) -> list[tuple[int, int]]:
     pairs = []
     for e in edges:
         values = tuple(e) if hasattr(e, "__iter__") and not isinstance(e, str | bytes) else ()
-        if len(values) != 2 or not all(_node_id(x) is not None for x in values):
+        ids = [_node_id(x) for x in values]
+        u, v = ids if len(ids) == 2 else (None, None)
+        if u is None or v is None:
             raise InputError(f"{bad}: {e!r} is not one")
-        pairs.append((_node_id(values[0]), _node_id(values[1])))
+        pairs.append((u, v))
     return pairs
 
 

@@ -255,12 +255,12 @@ def optimize_dfl(
 
         usable, top = feasible & (eta_max > 0), np.maximum(eta_max, 1e-300)
         if fixed is not None:
-            eta = np.where(usable & (fixed <= eta_max * (1 + 1e-12)), fixed, np.nan)
+            etas = np.where(usable & (fixed <= eta_max * (1 + 1e-12)), fixed, np.nan)
         elif bound == "non-iid":  # a / eta + b eta + a convex drift term: unimodal in eta
-            eta = np.where(usable, _golden_eta(value_at, top), np.nan)
+            etas = np.where(usable, _golden_eta(value_at, top), np.nan)
         else:
-            eta = np.where(usable, _best_eta(a, b, c, top), np.nan)
-        value = np.where(np.isfinite(eta), value_at(np.where(np.isfinite(eta), eta, 1.0)), np.inf)
+            etas = np.where(usable, _best_eta(a, b, c, top), np.nan)
+        value = np.where(np.isfinite(etas), value_at(np.where(np.isfinite(etas), etas, 1.0)), np.inf)
         value = np.where(np.isnan(value), np.inf, value)  # sigma2 = 1e308: eta underflows to 0, inf * 0
     grid = {
         "tau1": tau1.astype(int),
@@ -271,13 +271,13 @@ def optimize_dfl(
         "local_steps": np.where(feasible, rounds * tau1, 0).astype(int),
         "gossip_steps": np.where(feasible, rounds * tau2, 0).astype(int),
         "eta_max": eta_max,
-        "eta": eta,
+        "eta": etas,
         "bound": value,
     }
     if not np.isfinite(value).any():
         if z >= 1:
             why = "zeta = 1: the graph never mixes"
-        elif np.isfinite(eta).any():  # a step was chosen, and still no finite number
+        elif np.isfinite(etas).any():  # a step was chosen, and still no finite number
             why = "it overflows float64 in every cell: inputs too large or too small for a finite value"
         elif fixed is not None and (eta_max[feasible] > 0).any():
             largest = float(np.max(eta_max[feasible]))
