@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["jsonable"]
+__all__ = ["NON_FINITE", "jsonable", "numbers_restored"]
+
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+"""The strings :func:`jsonable` writes for the numbers JSON lacks."""
 
 
 def jsonable(value: Any) -> Any:
@@ -27,3 +30,12 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if value != value else ("inf" if value > 0 else "-inf")
     return value
+
+
+def numbers_restored(record: dict[str, Any], text: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A flat record read back from JSON with :func:`jsonable`'s ``"nan"``, ``"inf"``, ``"-inf"`` made
+    numbers again, but for the keys in ``text`` (fields that hold text): a diverged run's summary read from
+    its file had the string 'inf' where the run had returned the number (a probe: its line then failed to
+    print)."""
+    return {k: NON_FINITE[v] if k not in text and isinstance(v, str) and v in NON_FINITE else v
+            for k, v in record.items()}  # fmt: skip

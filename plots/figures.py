@@ -204,9 +204,13 @@ def check_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], titl
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     left.legend(fontsize=8)
-    seeds = sorted({arr.shape[0] for arr in arrays.values()})
-    counted = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    fig.suptitle(f"{title}\n(line: the mean over {counted} seeds; band: their min..max)", fontsize=10)
+    counts = sorted({arr.shape[0] for arr in arrays.values()})
+    if counts == [1]:
+        how = "one seed"
+    else:
+        spread = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        how = f"line: the mean over {spread} seeds; band: their min..max"
+    fig.suptitle(f"{title}\n({how})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -409,6 +413,8 @@ def drift_ratio_heatmaps(rows: Sequence[Mapping[str, object]], partition: str) -
     measured drift is below the float32 rounding floor (columns ``measured``, ``rounding_floor``) 'rnd'
     (their ratio counts as 0: there 0.00 read as a measured drift far below the bound)."""
     frame = pd.DataFrame([r for r in rows if r["partition"] == partition])
+    numbers = [c for c in ("ratio", "measured", "rounding_floor") if c in frame]
+    frame[numbers] = frame[numbers].apply(pd.to_numeric, errors="coerce")  # ('nan', 'inf' from JSON: numbers)
     topologies = list(dict.fromkeys(frame["topology"]))
     fig, axes = plt.subplots(1, len(topologies), figsize=(3.6 * len(topologies), 3.4), squeeze=False)
     top = max(1.0, float(frame["ratio"].replace(np.inf, np.nan).max()))
@@ -533,13 +539,12 @@ def tightness_figure(rows: Sequence[Mapping[str, object]]) -> Figure:
         ax.plot(part["tau2"], part["bound"], "s--", label="our non-i.i.d. repair")
         ax.plot(part["tau2"], part["worst_case_all_steps"], "o-", label="worst case, all steps (PEP)")
         claimed = (
-            part["paper_condition_ok"].astype(bool)
+            part["paper_condition_ok"].map(lambda ok: ok is True or ok == 1)  # (NaN: not claimed)
             if "paper_condition_ok" in part
             else pd.Series(True, index=part.index)
         )
-        line = ax.plot(part["tau2"], part["bound_paper"], ":", label="Proposition 1")[0]
-        paper = part["bound_paper"].where(claimed)
-        ax.plot(part["tau2"], paper, "^", color=line.get_color())
+        line = ax.plot(part["tau2"], part["bound_paper"], "^:", markevery=list(np.flatnonzero(claimed)),
+                       label="Proposition 1")[0]  # fmt: skip
         if not claimed.all():  # where its condition (eta) fails it claims nothing (the check's count)
             idle = part["bound_paper"].where(~claimed)
             ax.plot(part["tau2"], idle, "^", mfc="none", color=line.get_color(),

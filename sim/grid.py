@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import tomllib
 from dataclasses import asdict, fields
@@ -35,7 +36,7 @@ from bounds import InputError
 from bounds._checks import absent_file
 from sim.algorithms import algorithm
 from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
-from sim.run_folder import finished_run, run_record
+from sim.run_folder import finished_run, json_object, run_record
 
 __all__ = [
     "GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields", "refuse_overwrite",
@@ -197,8 +198,21 @@ class GridPoint:
         self.values, self.config, self.tables = values, config, tables or {}
 
 
+MAX_POINTS = 10_000
+"""The most runs one sweep takes: a 5,000-point grid of 20-step logistic regressions held 14.9 GB and took
+over 13 minutes (2 cores, 2026-11-29), a 10^7-point one ran out of memory building its points."""
+
+
 def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Path) -> list[GridPoint]:
-    """The product of the grid's lists over ``base``, each in its own folder under ``out``."""
+    """The product of the grid's lists over ``base``, each in its own folder under ``out`` (at most
+    :data:`MAX_POINTS`, counted before any is built)."""
+    count = math.prod(len(values) for values in grid.values())
+    if count > MAX_POINTS:
+        sizes = " x ".join(f"{len(values)} {key}" for key, values in grid.items())
+        raise InputError(
+            f"sweep: the grid has {count:,} points ({sizes}; expected at most {MAX_POINTS:,}: split it into "
+            "several sweeps)"
+        )
     points: list[GridPoint] = []
     folders: dict[Path, dict[str, Any]] = {}
     for combo in itertools.product(*grid.values()):
@@ -310,17 +324,31 @@ def _folder_name(values: dict[str, Any]) -> str:
     return f"{name[: FOLDER_NAME_LIMIT - 13]}-{digest}"
 
 
-def finished_summary(config: RunConfig) -> dict[str, Any] | None:
-    """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps),
-    else None."""
+def finished_summary(config: RunConfig, digests: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps; a run
+    that diverged at step t <= ``config.steps`` is the same run with more steps, which diverge at t again),
+    else None. ``digests`` (:func:`sim.setup.current_digests`): also the same mixing matrix C and data as the
+    summary says it had (an edited edges: file or npz data set was reported with the old results, a probe;
+    summaries before 2026-11-29 say none)."""
     folder = Path(config.out)
     done = finished_run(folder, config.steps)
-    if done is None or _differences(run_record(folder), config):
+    if done is None:
+        return None
+    differ = _differences(run_record(folder), config)
+    if done["diverged"] and done["steps"] <= config.steps:
+        differ.pop("steps", None)  # (raising a sweep's steps refused it: no checkpoint to continue)
+    if differ or _other_inputs(done, digests):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
 
 
-def refuse_overwrite(config: RunConfig) -> None:
+def _other_inputs(summary: dict[str, Any], digests: dict[str, str] | None) -> list[str]:
+    """The digests (mixing_digest, data_digest) a finished run's summary records that ``digests`` differ
+    from; none where either does not say."""
+    return [k for k, v in (digests or {}).items() if summary.get(k, v) != v]
+
+
+def refuse_overwrite(config: RunConfig, digests: dict[str, str] | None = None) -> None:
     """With ``--resume``, for a point that is neither finished as ``config`` says (:func:`finished_summary`)
     nor checkpointed: InputError where its folder holds a finished run (a summary.json) all the same, which
     would be trained again from step 0 and its results replaced (its checkpoint removed to save disk, then
@@ -330,9 +358,14 @@ def refuse_overwrite(config: RunConfig) -> None:
         return
     old = run_record(folder)
     differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in _differences(old, config).items() if k in old)
+    inputs = _other_inputs(json_object(folder / "summary.json"), digests)
+    what = {"mixing_digest": "its mixing matrix C (an edited edges:/matrix: file?)",
+            "data_digest": "its data set (an edited npz: file?)"}  # fmt: skip
     why = (
         f"its settings differ: {differ}"
         if differ
+        else f"{' and '.join(what[k] for k in inputs)} changed since it ran"
+        if inputs
         else f"its config.json, summary.json or metrics.csv is unreadable or stops before step {config.steps}"
     )
     raise InputError(

@@ -296,6 +296,7 @@ class RunRecorder:
             "d": s.stack.d,
             "bits_per_node": self.counters["bits"],
             "model_time": self.counters["model_time"],
+            **s.digests,  # which C and data it ran on: a sweep's --resume reuses it only on the same
             **extra,
         }
         if config.save_params:

@@ -55,10 +55,13 @@ def reference_run(
     """Run the schedule ``kinds`` node by node; returns X (N x d) after every step (X_1 first).
 
     Gossip is exact averaging by C, or CHOCO-G with ``compressor`` and its consensus step ``gamma`` (both
-    given), the compressor's draws from ``rng`` (default: ``numpy.random.default_rng(0)``)."""
+    given), a random compressor drawing from ``rng`` (needed: a deterministic one takes none)."""
     if compressor is not None and gamma is None:
         raise InputError(f"compressor = {compressor!r} needs gamma (expected CHOCO-G's consensus step)")
-    rng = np.random.default_rng(0) if rng is None else rng
+    if compressor is not None and compressor.random and rng is None:
+        raise InputError(f"rng = None: {type(compressor).__name__} draws at random (expected "
+                         "numpy.random.default_rng(seed))")  # fmt: skip
+    draws = np.random.default_rng(0) if rng is None else rng  # (unread by a deterministic compressor)
     n = C.shape[0]
     models = [copy.deepcopy(template) for _ in range(n)]
     for m in models:
@@ -88,7 +91,7 @@ def reference_run(
                 xs[i] + gamma * sum(float(C[j, i]) * (hats[j] - hats[i]) for j in range(n)) for i in range(n)
             ]
             for i, m in enumerate(models):
-                q = compressor((new[i] - hats[i]).numpy(), rng)
+                q = compressor((new[i] - hats[i]).numpy(), draws)
                 hats[i] = hats[i] + torch.as_tensor(q, dtype=x0.dtype)
                 _load(m, new[i])
         history.append(torch.stack([_vector(m) for m in models]))

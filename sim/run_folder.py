@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bounds import InputError
+from bounds.serialize import numbers_restored
 
 __all__ = [
     "COLUMNS",
@@ -176,16 +177,22 @@ def check_path_length(folder: Path | str, name: str, room: int = FILE_NAME_ROOM)
         )
 
 
+SUMMARY_KEYS = frozenset({"final_train_loss", "final_test_accuracy", "final_consensus", "steps", "diverged"})
+"""What every run's summary.json holds (:meth:`sim.loop.RunRecorder.finish`)."""
+SUMMARY_TEXT = ("out_dir", "message")
+"""The fields of a summary that hold text, not numbers."""
+
+
 def finished_run(folder: Path, steps: int) -> dict[str, Any] | None:
     """The summary.json of the whole run of ``steps`` steps in ``folder``, else None: a summary object that
     says ``steps`` (or that the run diverged), and a metrics.csv whose last row is that step (or the step it
     diverged at). A summary alone was taken for the run where its metrics.csv was cut short: a loss at step
     12 of 180 judged (a probe). Who reuses a run also checks that its settings are the ones wanted
     (:func:`sim.grid.finished_summary`, ``paper_checks.experiments``)."""
-    summary = json_object(folder / "summary.json")
+    summary = numbers_restored(json_object(folder / "summary.json"), SUMMARY_TEXT)
     diverged = summary.get("diverged") is True
-    if not summary or not (diverged or summary.get("steps") == steps):
-        return None
+    if not SUMMARY_KEYS <= set(summary) or not (diverged or summary.get("steps") == steps):
+        return None  # (a hand-made {"steps": 20} was a finished run, then a KeyError)
     try:
         text = (folder / "metrics.csv").read_text()
         logged = int(text.rstrip("\n").rsplit("\n", 1)[-1].split(",", 1)[0])

@@ -231,7 +231,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
         print(f"dfl-sim: note: topology {config.topology!r}: C has eigenvalue -1 (a bipartite graph with "
               "zero self-weights): gossip oscillates and the nodes never reach consensus; zeta = 1, so the "
               "paper's bounds say nothing here (lazy weights (C + I) / 2 mix)", file=sys.stderr)  # fmt: skip
-    digests = {"mixing_digest": mixing_digest(C), "data_digest": data.digest}
+    digests = digests_of(C, data)
     out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)
 
@@ -275,6 +275,19 @@ def seeded_torch(seed: int, device: torch.device | str = "cpu") -> Iterator[None
         else:
             torch.default_generator.manual_seed(seed)
         yield
+
+
+def digests_of(C: np.ndarray | sp.spmatrix | ExactAverage, data: Dataset) -> dict[str, str]:
+    """A run's :func:`mixing_digest` and its data set's :attr:`sim.data.Dataset.digest`: what its checkpoint
+    and summary keep, and a resume or a reuse of the finished run compares."""
+    return {"mixing_digest": mixing_digest(C), "data_digest": data.digest}
+
+
+def current_digests(config: RunConfig, data: Dataset) -> dict[str, str]:
+    """:func:`digests_of` a run of ``config`` now (its C built again, ``data`` its data set loaded): an
+    edited edges:/matrix: file or npz data set gives others than the finished run's."""
+    _, _, uses_J = resolve_schedule(config.algorithm, config.tau1, config.tau2)
+    return digests_of(mixing(config, uses_J), data)
 
 
 def mixing_digest(C: np.ndarray | sp.spmatrix | ExactAverage) -> str:

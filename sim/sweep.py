@@ -395,8 +395,9 @@ def run_sweep(
     """Run every config as one stacked sweep; returns their summaries (each also in its own folder).
     ``setups``: :func:`check_sweep`'s (else it runs here).
 
-    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps;
-    ``on_finish(i, summary)`` is called as run i ends (a caller's listing is then kept as the runs go).
+    Every config is validated before anything runs. ``progress(done, total)`` counts the runs' steps, after
+    every step of the stack; ``on_finish(i, summary)`` is called as run i ends, before that step's
+    ``progress`` (a caller's listing is then kept as the runs go, written once a step).
     A config with ``resume`` continues from its folder's checkpoint. torch's threads and TF32 flags are the
     caller's again afterwards (:func:`sim.setup.kept_torch_settings`).
     """

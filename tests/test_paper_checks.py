@@ -483,8 +483,11 @@ def test_a_figure_run_cut_short_is_not_cached(tmp_path) -> None:
                                           ("0,0,init,2.3\n120,20,gossip,0.6\n", 120, False, False),
                                           ("0,0,init,2.3\n12,2,local,inf\n", 12, True, True)):  # fmt: skip
         (tmp_path / "metrics.csv").write_text(header + rows)
-        (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged, "steps": steps}))
+        finals = {"final_train_loss": 0.6, "final_test_accuracy": 0.9, "final_consensus": 0.01}
+        (tmp_path / "summary.json").write_text(json.dumps({"diverged": diverged, "steps": steps, **finals}))
         assert experiments._cached(config, key) == cached, rows
+    (tmp_path / "summary.json").write_text(json.dumps({"diverged": True, "steps": 12}))  # no run's summary
+    assert not experiments._cached(config, key)
     (tmp_path / "config.json").write_text(json.dumps({"run": 2, "out": str(tmp_path)}))  # other settings
     assert not experiments._cached(config, key)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 
 from bounds import CostModel, InputError, optimize_dfl
+from bounds.serialize import jsonable
 from plots.cli import main
 from plots.figures import bound_heatmap, check_curves, drift_vs_bound, fig3_variance, pareto_mask, save
 
@@ -454,6 +457,7 @@ def test_figures_say_what_they_leave_out_and_what_they_draw() -> None:
     seed curves did not say what line and band are."""
     from plots.figures import drift_ratio_heatmaps, pareto_front, tightness_figure
 
+    plt.close("all")  # (the tests before leave theirs open)
     cells = itertools.product([1, 2, 3], [1, 2, 3])
     grid = pd.DataFrame(
         {"tau1": t1, "tau2": t2, "time": 10.0 ** (t1 + t2), "bound": np.inf if t2 == 3 else 1.0 / (t1 * t2)}
@@ -476,6 +480,12 @@ def test_figures_say_what_they_leave_out_and_what_they_draw() -> None:
               for t1 in (1, 2)]  # fmt: skip
     marks = [t.get_text() for t in drift_ratio_heatmaps(ratios, "iid").axes[0].texts]
     assert marks == ["rnd", "0.00"]
+    ratios[1] |= {"ratio": float("nan"), "rounding_floor": float("inf")}  # as a report's JSON holds them:
+    read_back = json.loads(json.dumps(jsonable(ratios)))  # 'nan', 'inf' (a TypeError, then no figure)
+    assert [t.get_text() for t in drift_ratio_heatmaps(read_back, "iid").axes[0].texts] == ["rnd", "rnd"]
     seeds = [[[0, 1.0, 0.1, 0, 0], [1, 0.5, 0.2, 1, 1]]] * 3
     title = check_curves({"a": seeds}, "Fig. 8")._suptitle
     assert title is not None and "mean over 3 seeds; band: their min..max" in title.get_text()
+    title = check_curves({"a": seeds[:1]}, "Fig. 8")._suptitle
+    assert title is not None and "(one seed)" in title.get_text()
+    plt.close("all")  # (drawn, not saved: save closes its figure)

@@ -11,7 +11,7 @@ import torch
 from conftest import assert_rows_near
 
 from bounds import InputError, mixing_matrix
-from bounds.cdfl.compression import Identity, TopK
+from bounds.cdfl.compression import Identity, RandK, TopK
 from bounds.graph.topologies import ring
 from sim.algorithms import resolve_schedule, step_kinds
 from sim.engine import BatchSampler, Stack
@@ -399,9 +399,13 @@ def test_consensus_of_equal_models_is_exactly_zero() -> None:
     assert consensus_distance(Y) == pytest.approx(float(((Y - Y.mean(0)) ** 2).sum() / 10), rel=1e-12)
 
 
-def test_reference_run_refuses_a_compressor_without_gamma() -> None:
-    """CHOCO-G's step gamma is needed with a compressor ('None * tensor' deep inside the loop, before)."""
+def test_reference_run_refuses_a_compressor_without_gamma_or_its_draws() -> None:
+    """CHOCO-G's step gamma is needed with a compressor ('None * tensor' deep inside the loop, before), a
+    random compressor's generator too (a deterministic one, as in the test above, takes none)."""
     template, x, y, parts = problem("lstsq")
     _, C, x0, kinds = engine_history(template, x, y, parts, "cdfl", 2, 3, 5, 0.05, gossip_kind="choco")
     with pytest.raises(InputError, match="needs gamma"):
         reference_run(template, x0, C, kinds, 0.05, BatchSampler(parts, 8, seed=1), x, y, compressor=TopK(3))
+    with pytest.raises(InputError, match="RandK draws at random"):
+        reference_run(template, x0, C, kinds, 0.05, BatchSampler(parts, 8, seed=1), x, y, gamma=0.5,
+                      compressor=RandK(3))  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -605,3 +606,99 @@ def test_a_refused_resume_keeps_the_sweep_listing(tiny, tmp_path, capsys) -> Non
     capsys.readouterr()
     assert main(["sweep", str(edited), "--out", str(out), "--resume"]) == 2
     assert "hypercube" in capsys.readouterr().err and (out / "sweep.json").read_text() == listing
+
+
+def test_a_sweeps_resume_after_a_divergence_and_with_more_steps(tiny, tmp_path, capsys) -> None:
+    """A probe: --resume of a sweep holding a diverged run ended in 'Unknown format code g for object of type
+    str' (its summary.json holds 'inf' as a string, a fresh run the number); raising steps was refused for
+    the diverged run (no checkpoint to continue), though more steps diverge at the same step again."""
+    grid = _grid(tmp_path, tiny, "[grid]\neta = [0.05, 1e38]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out)]) == 0
+    first = capsys.readouterr().out
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 0
+    assert capsys.readouterr().out == first and "diverged" in first
+    config = RunConfig(dataset=f"npz:{tiny}", model="logreg", nodes=6, steps=20, eval_samples=30, eta=1e38,
+                       out=str(out / "eta=1e+38"))  # fmt: skip
+    fresh = run_sweep([dataclasses.replace(config, out=str(tmp_path / "api"))])[0]
+    from sim.grid import finished_summary
+
+    done = finished_summary(config)  # read back from its files: the same types as a fresh run's
+    assert fresh["diverged"] and {type(fresh[k]) for k in ("final_train_loss", "final_consensus")} == {float}
+    assert done is not None and isinstance(done["final_train_loss"], float)  # (the number again, not 'inf')
+    longer = (
+        _grid(tmp_path, tiny, "[grid]\neta = [0.05, 1e38]\n").read_text().replace("steps = 20", "steps = 30")
+    )
+    grid.write_text(longer)
+    assert main(["sweep", str(grid), "--out", str(out), "--resume", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert runs[0]["steps"] == 30 and runs[1]["diverged"] and runs[1]["steps"] < 20
+    (out / "eta=0.05" / "summary.json").write_text('{"steps": 30}')  # hand-made: no finished run (KeyError)
+    (out / "eta=0.05" / "checkpoint.pt").unlink()
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    assert "holds a finished run without a checkpoint" in capsys.readouterr().err
+
+
+def test_a_sweeps_resume_refuses_finished_runs_whose_graph_or_data_changed(tiny, tmp_path, capsys) -> None:
+    """A probe: an edges: file (or npz data set) edited after the sweep, --resume reported the old runs'
+    numbers as this grid's results. A summary keeps the digests of its C and data now; a run with its
+    checkpoint is refused as a resume from it is, a diverged one (no checkpoint) by its own line."""
+    edges = tmp_path / "edges.txt"
+    edges.write_text("0 1\n1 2\n2 3\n3 4\n4 5\n")  # a path
+    grid = _grid(
+        tmp_path, tiny, f'weights = "metropolis"\ntopology = "edges:{edges}"\n[grid]\neta = [0.05, 1e38]\n'
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)[0]
+    assert len(summary["mixing_digest"]) == 16 and len(summary["data_digest"]) > 0
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 0  # unchanged: reused
+    capsys.readouterr()
+    edges.write_text("0 1\n0 2\n0 3\n0 4\n0 5\n")  # a star
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "another mixing matrix C" in err
+        or "its mixing matrix C (an edited edges:/matrix: file?) changed" in err
+    )
+    (out / "eta=0.05").rename(tmp_path / "aside")  # the diverged run alone: no checkpoint to compare with
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    assert (
+        "its mixing matrix C (an edited edges:/matrix: file?) changed since it ran" in capsys.readouterr().err
+    )
+
+
+def test_a_sweep_refuses_a_huge_grid_and_notes_runs_of_another_spelling(tiny, tmp_path, capsys, monkeypatch):
+    """A probe: a 10^7-point grid was built in full (a MemoryError traceback after 35 s); a grid written with
+    its keys in another order named its runs anew and --resume trained them all again without a word; and
+    sweep.json was rewritten once for every run that ended (1,000 runs ending together: 64 of 113 s)."""
+    import sim.run_folder
+
+    big = _grid(
+        tmp_path,
+        tiny,
+        "[grid]\nseed = " + str(list(range(1000))) + "\ntau1 = " + str(list(range(1, 101))) + "\n",
+    )
+    assert main(["sweep", str(big), "--out", str(tmp_path / "big")]) == 2
+    err = capsys.readouterr().err
+    assert "the grid has 100,000 points (1000 seed x 100 tau1; expected at most 10,000" in err
+    assert not (tmp_path / "big").exists()
+    writes: list[str] = []
+    atomic_write = sim.run_folder.atomic_write
+
+    def counted(path, write):
+        writes.append(Path(path).name)
+        return atomic_write(path, write)
+
+    monkeypatch.setattr(sim.run_folder, "atomic_write", counted)
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1, 2]\ntau2 = [1, 4]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out)]) == 0
+    assert writes.count("sweep.json") == 3  # the grid, once as the 6 runs end together, the whole
+    capsys.readouterr()
+    grid.write_text(
+        grid.read_text().replace("seed = [0, 1, 2]\ntau2 = [1, 4]", "tau2 = [1, 4]\nseed = [0, 1, 2]")
+    )
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 0
+    note = capsys.readouterr().err
+    assert "dfl-sim: note: 6 run folders in" in note and "are no point of this grid (seed=0_tau2=1" in note

@@ -285,7 +285,8 @@ def _harmonic_sums(a: Any, K: Any) -> tuple[Any, Any]:
         series = (np.log1p(K / a) + d1 / 2 + d2 / 12, d1 + d2 / 2 + d3 / 6)
         exact = (digamma(b) - digamma(a), polygamma(1, a) - polygamma(1, b))
     large = a >= LARGE_SHIFT
-    return tuple(np.where(large, s, e)[()] for s, e in zip(series, exact, strict=True))
+    first, second = (np.where(large, s, e)[()] for s, e in zip(series, exact, strict=True))
+    return first, second
 
 
 def lemma13_step_condition_lhs(L: Any, mu: Any, tau1: Any, eta: Any, alpha: Any) -> Any:

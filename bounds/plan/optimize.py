@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -206,11 +206,11 @@ def optimize_dfl(
     >>> (r.tau1, r.tau2, r.rounds)  # Proposition 1 rewards cheap gossip steps: they count in T
     (1, 20, 909)
     """
-    # numpy scalars: L = 1e300 squares to inf (a Python float's ** raises OverflowError)
-    L = np.float64(real_number("L", L, low=0, low_open=True))
-    sigma2 = np.float64(real_number("sigma2", sigma2, low=0))
+    # numpy scalars: L = 1e300 squares to inf (a Python float's ** raises OverflowError); float64 is a float
+    L = cast(float, np.float64(real_number("L", L, low=0, low_open=True)))
+    sigma2 = cast(float, np.float64(real_number("sigma2", sigma2, low=0)))
     N = int(real_number("N", N, low=1, integer=True))
-    gap = np.float64(real_number("gap", gap, low=0, low_open=True))
+    gap = cast(float, np.float64(real_number("gap", gap, low=0, low_open=True)))
     if not isinstance(cost, CostModel):
         raise InputError(f"cost = {cost!r} is not a CostModel (expected CostModel(t_comp, t_comm))")
     runners_up = int(real_number("runners_up", runners_up, low=0, integer=True))
