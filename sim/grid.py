@@ -43,7 +43,20 @@ __all__ = [
 ]  # fmt: skip
 
 _FIELDS = {f.name for f in fields(RunConfig)}
-_NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS)  # one per sweep (SHARED_FIELDS) or set by the sweep
+SAVING_ONLY = ("checkpoint_every", "checkpoint_seconds", "save_params")
+"""Fields that change how a run saves, none of its results: a grid listing them trained one run twice."""
+_NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS, *SAVING_ONLY)
+
+
+def _why_not_in_grid(name: str) -> str:
+    """Why a [grid] entry or a bundle's table may not set ``name`` (in :data:`_NOT_IN_GRID`), what to do."""
+    if name in ("out", "resume"):
+        return "the sweep sets it (expected --out DIR, --resume on the command line)"
+    if name in SAVING_ONLY:
+        return (
+            "it changes how a run saves, none of its results: one run trained again (expected it in [base])"
+        )
+    return f"one sweep has one {', '.join(SHARED_FIELDS)} (expected it in [base])"
 
 
 def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
@@ -90,8 +103,7 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         name = _field(path, key)
         if name in _NOT_IN_GRID:
             raise InputError(
-                f"grid file {str(path)!r}: {key!r} cannot vary in a sweep (expected it in [base]; "
-                f"one sweep has one {', '.join(SHARED_FIELDS)}; --out names the sweep's folder)"
+                f"grid file {str(path)!r}: {key!r} cannot vary in a sweep: {_why_not_in_grid(name)}"
             )
         if not isinstance(values, list) or not values:
             raise InputError(
@@ -147,7 +159,7 @@ def _bundle(
         fields_ = fields_once(table, lambda k: _field(path, k), where)
         for name in fields_:
             if name in _NOT_IN_GRID:
-                raise InputError(f"{where}: {name!r} cannot vary in a sweep (expected it in [base])")
+                raise InputError(f"{where}: {name!r} cannot vary in a sweep: {_why_not_in_grid(name)}")
             if name in base:
                 raise InputError(f"{where}: {name!r} is in [base] and in the bundle (expected one)")
             if name in grid:

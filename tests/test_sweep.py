@@ -337,7 +337,16 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ),
         ("[grid]\nm = [{tau1 = 2}, {tau1 = 2.0}]\n", "[grid] m lists one table twice"),
         ("[grid]\nm = [{bogus = 2}]\n", "unknown key 'bogus'"),
-        ("[grid]\nm = [{out = 'x'}]\n", "[grid] m: 'out' cannot vary in a sweep"),
+        (
+            "[grid]\nm = [{out = 'x'}]\n",
+            "[grid] m: 'out' cannot vary in a sweep: the sweep sets it (expected --out",
+        ),
+        # a probe: these trained one run twice (how a run saves changes none of its results)
+        ("[grid]\ncheckpoint_every = [5, 10]\n", "'checkpoint_every' cannot vary in a sweep: it changes how"),
+        (
+            "[grid]\nm = [{save_params = true}]\n",
+            "[grid] m: 'save_params' cannot vary in a sweep: it changes",
+        ),
         ("tau1 = 3\n[grid]\nm = [{tau1 = 2}]\n", "[grid] m: 'tau1' is in [base] and in the bundle"),
         ("[grid]\ntau1 = [1, 2]\nm = [{tau1 = 2}]\n", "[grid] m: 'tau1' is also a [grid] entry of its own"),
         ("[grid]\nm = [{tau1 = 2}]\ntau1 = [1, 2]\n", "'tau1' is set by the bundle 'm' and by another"),
