@@ -159,6 +159,11 @@ def bar_interval() -> float:
     return 0.1 if sys.stderr.isatty() else LOG_LINE_SECONDS
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 check', '2 checks' ('1 checks' was said, a probe)."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def text(value: Any) -> str:
     """A value as the tables print it: floats with 6 significant digits, or 12 where 6 would print one of
     -2, -1, 0, 1, 2 for what is none of them, values a spectrum's meaning turns on (zeta = 0.9999999987 of a

@@ -133,7 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{chk.id:<{width}}  {chk.ref}")
         return 0
     # the checks and torch, once the flags are read (seconds):
-    from paper_checks.estimate import counted, estimate
+    from bounds.cli_tools import counted
+    from paper_checks.estimate import estimate
     from paper_checks.report import run_checks, select, write_report  # --help and a bad flag answer at once
     from paper_checks.sweep_timing import time_sweep
     from sim.run_folder import atomic_write

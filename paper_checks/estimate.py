@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from bounds.cli_tools import counted
 from paper_checks.cache import cache_path, pending, read_cache
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps
@@ -57,7 +58,7 @@ from sim.sweep import sweep_groups
 from sim.timing import seconds_per_call
 
 __all__ = [
-    "Calibration", "Estimate", "calibrate", "calibration_nodes", "counted", "estimate", "run_seconds",
+    "Calibration", "Estimate", "calibrate", "calibration_nodes", "estimate", "run_seconds",
     "step_overhead", "sweep_seconds",
 ]  # fmt: skip
 
@@ -229,11 +230,6 @@ class Estimate:
         if self.needs_cifar:  # (counted as 0 s and simulating, without a word: a probe)
             parts.append(f"{', '.join(self.needs_cifar)}: CIFAR-10 not given (--cifar-dir DIR), will not run")
         return "; ".join(parts)
-
-
-def counted(n: int, noun: str) -> str:
-    """'1 check', '2 checks' ('1 checks' was said, a probe)."""
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _duration(seconds: float) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "LOCAL",
     "Algorithm",
     "algorithm",
+    "keeps_steps_taken",
     "local_step_count",
     "resolve_schedule",
     "step_kinds",
@@ -110,6 +111,15 @@ def step_kinds(name: str, tau1: int, tau2: int, T: int) -> np.ndarray:
     kinds = np.full(T, GOSSIP, dtype=np.int8)
     kinds[local_step_mask(tau1, tau2, T)] = LOCAL
     return kinds
+
+
+def keeps_steps_taken(name: str, tau1: int, tau2: int, T_before: int, T_after: int, t: int) -> bool:
+    """Whether the first ``t`` steps of a run of T_before steps keep their kinds with T_after: the last,
+    partial round of Algorithm 1 is all local steps, so another T can change steps already taken (what a
+    resumed run with another --steps, or a diverged run reused for more steps, must not)."""
+    tau1, tau2, _ = resolve_schedule(name, tau1, tau2)
+    before, after = step_kinds(name, tau1, tau2, T_before)[:t], step_kinds(name, tau1, tau2, T_after)[:t]
+    return len(before) == len(after) == t and bool((before == after).all())
 
 
 def local_step_count(name: str, tau1: int, tau2: int, T: int) -> int:

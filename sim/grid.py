@@ -34,7 +34,7 @@ from typing import Any
 
 from bounds import InputError
 from bounds._checks import absent_file
-from sim.algorithms import algorithm
+from sim.algorithms import algorithm, keeps_steps_taken
 from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
 from sim.run_folder import finished_run, json_object, run_record
 
@@ -44,7 +44,7 @@ __all__ = [
 
 _FIELDS = {f.name for f in fields(RunConfig)}
 SAVING_ONLY = ("checkpoint_every", "checkpoint_seconds", "save_params")
-"""Fields that change how a run saves, none of its results: a grid listing them trained one run twice."""
+"""Fields that change what a run saves, not how it trains: a grid listing them trained one run twice."""
 _NOT_IN_GRID = ("out", "resume", *SHARED_FIELDS, *SAVING_ONLY)
 
 
@@ -53,9 +53,7 @@ def _why_not_in_grid(name: str) -> str:
     if name in ("out", "resume"):
         return "the sweep sets it (expected --out DIR, --resume on the command line)"
     if name in SAVING_ONLY:
-        return (
-            "it changes how a run saves, none of its results: one run trained again (expected it in [base])"
-        )
+        return "it changes what a run saves, not how it trains: one run trained twice (expected it in [base])"
     return f"one sweep has one {', '.join(SHARED_FIELDS)} (expected it in [base])"
 
 
@@ -338,20 +336,35 @@ def _folder_name(values: dict[str, Any]) -> str:
 
 def finished_summary(config: RunConfig, digests: dict[str, str] | None = None) -> dict[str, Any] | None:
     """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps; a run
-    that diverged at step t <= ``config.steps`` is the same run with more steps, which diverge at t again),
-    else None. ``digests`` (:func:`sim.setup.current_digests`): also the same mixing matrix C and data as the
-    summary says it had (an edited edges: file or npz data set was reported with the old results, a probe;
-    summaries before 2026-11-29 say none)."""
+    that diverged at step t is the same run with other steps where its first t steps keep their kinds,
+    :func:`_same_until`: it diverges at t again), else None. ``digests``
+    (:func:`sim.setup.current_digests`): also the same mixing matrix C and data as the summary says it had
+    (an edited edges: file or npz data set was reported with the old results, a probe; summaries before
+    2026-11-29 say none)."""
     folder = Path(config.out)
     done = finished_run(folder, config.steps)
     if done is None:
         return None
-    differ = _differences(run_record(folder), config)
-    if done["diverged"] and done["steps"] <= config.steps:
+    old = run_record(folder)
+    differ = _differences(old, config)
+    if (
+        done["diverged"]
+        and isinstance(old.get("steps"), int)
+        and _same_until(config, old["steps"], done["steps"])
+    ):
         differ.pop("steps", None)  # (raising a sweep's steps refused it: no checkpoint to continue)
     if differ or _other_inputs(done, digests):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
+
+
+def _same_until(config: RunConfig, steps_before: int, t: int) -> bool:
+    """Whether a run of ``config`` with another number of steps, ``steps_before``, took its first ``t`` steps
+    as ``config`` takes them: then a run that diverged at step t is the same run (the last, partial round
+    is all local steps: T = 10 and 30 of tau = (1, 20) differ from step 2 on, a review)."""
+    return t <= config.steps and keeps_steps_taken(
+        config.algorithm, config.tau1, config.tau2, steps_before, config.steps, t
+    )
 
 
 def _other_inputs(summary: dict[str, Any], digests: dict[str, str] | None) -> list[str]:

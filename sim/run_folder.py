@@ -179,7 +179,7 @@ def check_path_length(folder: Path | str, name: str, room: int = FILE_NAME_ROOM)
 
 SUMMARY_KEYS = frozenset({"final_train_loss", "final_test_accuracy", "final_consensus", "steps", "diverged"})
 """What every run's summary.json holds (:meth:`sim.loop.RunRecorder.finish`)."""
-SUMMARY_TEXT = ("out_dir", "message")
+SUMMARY_TEXT = ("out_dir", "message", "mixing_digest", "data_digest")
 """The fields of a summary that hold text, not numbers."""
 
 

@@ -30,7 +30,7 @@ from bounds.cli_tools import nearest_existing, writable_folder
 from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
 from bounds.graph.spectral import has_eigenvalue_minus_one
 from bounds.plan.cost import CostModel
-from sim.algorithms import algorithm, resolve_schedule, step_kinds
+from sim.algorithms import algorithm, keeps_steps_taken, resolve_schedule, step_kinds
 from sim.config import RESUMABLE_CHANGES, RunConfig, fingerprint
 from sim.data import Dataset, load_dataset
 from sim.engine import BatchSampler, Stack
@@ -505,9 +505,7 @@ def _check_steps(config: RunConfig, saved: dict[str, Any], t: int) -> None:
         raise InputError(
             f"resume: steps = {config.steps} but the checkpoint is at step {t} (expected steps >= {t})"
         )
-    tau1, tau2, _ = resolve_schedule(config.algorithm, config.tau1, config.tau2)
-    before = step_kinds(config.algorithm, tau1, tau2, saved["steps"])[:t]
-    if not (before == step_kinds(config.algorithm, tau1, tau2, config.steps)[:t]).all():
+    if not keeps_steps_taken(config.algorithm, config.tau1, config.tau2, saved["steps"], config.steps, t):
         raise InputError(
             f"resume: steps = {saved['steps']} -> {config.steps} changes the kind of steps already taken "
             f"(the last, partial round of T = {saved['steps']} is all local steps; expected a T that keeps "

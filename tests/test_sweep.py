@@ -341,8 +341,11 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
             "[grid]\nm = [{out = 'x'}]\n",
             "[grid] m: 'out' cannot vary in a sweep: the sweep sets it (expected --out",
         ),
-        # a probe: these trained one run twice (how a run saves changes none of its results)
-        ("[grid]\ncheckpoint_every = [5, 10]\n", "'checkpoint_every' cannot vary in a sweep: it changes how"),
+        # a probe: these trained one run twice (what a run saves, not how it trains)
+        (
+            "[grid]\ncheckpoint_every = [5, 10]\n",
+            "'checkpoint_every' cannot vary in a sweep: it changes what",
+        ),
         (
             "[grid]\nm = [{save_params = true}]\n",
             "[grid] m: 'save_params' cannot vary in a sweep: it changes",
@@ -711,3 +714,51 @@ def test_a_sweep_refuses_a_huge_grid_and_notes_runs_of_another_spelling(tiny, tm
     assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 0
     note = capsys.readouterr().err
     assert "dfl-sim: note: 6 run folders in" in note and "are no point of this grid (seed=0_tau2=1" in note
+
+
+def test_a_diverged_run_is_reused_for_more_steps_only_where_its_steps_keep_their_kinds(
+    tiny, tmp_path, capsys
+):
+    """A review: with tau = (1, 20) the partial round of T = 10 is all local steps, of T = 30 gossip from
+    step 2 on, so a run that diverged at step 2 of 10 is another run with 30 steps: refused as before."""
+    grid = _grid(tmp_path, tiny, "tau1 = 1\ntau2 = 20\n[grid]\neta = [1e38]\n")
+    grid.write_text(grid.read_text().replace("steps = 20", "steps = 10"))
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out)]) == 0
+    assert "diverged at step" in capsys.readouterr().out
+    grid.write_text(grid.read_text().replace("steps = 10", "steps = 30"))
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    assert "its settings differ: steps = 10 -> 30" in capsys.readouterr().err
+
+
+def test_a_finished_sweeps_resume_without_its_inputs_and_a_listing_after_an_error(
+    tiny, tmp_path, capsys, monkeypatch
+):
+    """A review: a finished sweep whose data set was moved away could no longer be listed (its digests are
+    checked now): its runs are reused by their settings, with a note. And a run that ended in a step that
+    an error then cut short (a later run's finish failing) was missing from sweep.json."""
+    import sim.loop
+
+    moved = tmp_path / "data.npz"
+    shutil.copy(tiny, moved)
+    grid = _grid(tmp_path, moved, "[grid]\nseed = [0, 1]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out)]) == 0
+    listed = capsys.readouterr().out
+    moved.unlink()
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == listed and "data cannot be read to check it is theirs" in captured.err
+    finish, calls = sim.loop.RunRecorder.finish, []
+
+    def failing(self):
+        calls.append(self)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return finish(self)
+
+    monkeypatch.setattr(sim.loop.RunRecorder, "finish", failing)
+    grid = _grid(tmp_path, tiny, "[grid]\nseed = [0, 1]\n")
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "full")]) == 1
+    listing = json.loads((tmp_path / "full" / "sweep.json").read_text())
+    assert ["final_train_loss" in r for r in listing] == [True, False]  # seed=0 ended before the error
