@@ -356,7 +356,9 @@ def _digests_now(points: list[GridPoint]) -> dict[int, dict[str, str]]:
         c = points[i].config
         key = (c.algorithm, c.topology, c.nodes, c.weights, c.seed if c.topology == "erdos-renyi" else None)
         try:
-            digests[i] = built[key] if key in built else built.setdefault(key, current_digests(c, data))
+            if key not in built:
+                built[key] = current_digests(c, data)
+            digests[i] = built[key]
         except InputError as exc:
             print(f"dfl-sim: note: resume: the mixing matrix of the finished run in {c.out!r} cannot be "
                   f"built again to check it is its own ({exc}): reused by its settings alone",
