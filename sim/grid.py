@@ -353,9 +353,17 @@ def finished_summary(config: RunConfig, digests: dict[str, str] | None = None) -
         and _same_until(config, old["steps"], done["steps"])
     ):
         differ.pop("steps", None)  # (raising a sweep's steps refused it: no checkpoint to continue)
-    if differ or _other_inputs(done, digests):
+    if differ or _other_inputs(done, digests) or _params_missing(config, done):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
+
+
+def _params_missing(config: RunConfig, summary: dict[str, Any]) -> bool:
+    """Whether ``config`` asks for params.npz (``save_params``, no setting of the run's training) and the
+    finished run lacks it: then its final checkpoint is resumed, which writes it (a sweep given save_params
+    after it ran reused its runs without one, a review). A diverged run's parameters are not finite: none."""
+    diverged = summary.get("diverged") is True
+    return config.save_params and not diverged and not (Path(config.out) / "params.npz").is_file()
 
 
 def _same_until(config: RunConfig, steps_before: int, t: int) -> bool:
@@ -383,7 +391,8 @@ def refuse_overwrite(config: RunConfig, digests: dict[str, str] | None = None) -
         return
     old = run_record(folder)
     differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in _differences(old, config).items() if k in old)
-    inputs = _other_inputs(json_object(folder / "summary.json"), digests)
+    summary = json_object(folder / "summary.json")
+    inputs = _other_inputs(summary, digests)
     what = {"mixing_digest": "its mixing matrix C (an edited edges:/matrix: file?)",
             "data_digest": "its data set (an edited npz: file?)"}  # fmt: skip
     why = (
@@ -391,6 +400,8 @@ def refuse_overwrite(config: RunConfig, digests: dict[str, str] | None = None) -
         if differ
         else f"{' and '.join(what[k] for k in inputs)} changed since it ran"
         if inputs
+        else "save_params asks for its params.npz, which only its checkpoint could give"
+        if _params_missing(config, summary)
         else f"its config.json, summary.json or metrics.csv is unreadable or stops before step {config.steps}"
     )
     raise InputError(

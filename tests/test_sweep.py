@@ -762,3 +762,27 @@ def test_a_finished_sweeps_resume_without_its_inputs_and_a_listing_after_an_erro
     assert main(["sweep", str(grid), "--out", str(tmp_path / "full")]) == 1
     listing = json.loads((tmp_path / "full" / "sweep.json").read_text())
     assert ["final_train_loss" in r for r in listing] == [True, False]  # seed=0 ended before the error
+
+
+def test_save_params_given_to_a_finished_sweep_writes_its_runs_params(tiny, tmp_path, capsys) -> None:
+    """A review: save_params = true added to a finished sweep's [base] and --resume reused the runs without a
+    params.npz, in silence. Their final checkpoints are resumed now, which write it (results unchanged); a
+    diverged run (its parameters not finite) is reused as it is."""
+    grid = _grid(tmp_path, tiny, "[grid]\neta = [0.05, 1e38]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    metrics = (out / "eta=0.05" / "metrics.csv").read_text()
+    grid.write_text(grid.read_text().replace("[grid]", "save_params = true\n[grid]"))
+    assert main(["sweep", str(grid), "--out", str(out), "--json", "--resume"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert (out / "eta=0.05" / "params.npz").is_file() and not (out / "eta=1e+38" / "params.npz").exists()
+    keys = ("final_train_loss", "final_test_accuracy", "final_consensus", "steps", "diverged")
+    assert [{k: r[k] for k in keys} for r in again] == [{k: r[k] for k in keys} for r in first]
+    assert (out / "eta=0.05" / "metrics.csv").read_text() == metrics
+    (out / "eta=0.05" / "params.npz").unlink()
+    (out / "eta=0.05" / "checkpoint.pt").unlink()
+    assert main(["sweep", str(grid), "--out", str(out), "--resume"]) == 2
+    assert (
+        "save_params asks for its params.npz, which only its checkpoint could give" in capsys.readouterr().err
+    )
