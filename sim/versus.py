@@ -133,8 +133,8 @@ def versus(
         raise InputError(f"nodes = {nodes!r} (expected a non-empty list of node counts)")
     if len(set(nodes)) != len(nodes):
         raise InputError(f"nodes = {list(nodes)!r} repeats a node count (expected each N once)")
-    nodes = [_at_least("nodes", n, 3) for n in nodes]  # whole numbers before any comparison (a string
-    node_steps = _at_least("node_steps", node_steps, 1)  # would not compare with a count), as ints
+    nodes = [whole_number("nodes", n, low=3) for n in nodes]  # whole numbers before any comparison (a string
+    node_steps = whole_number("node_steps", node_steps, low=1)  # would not compare with a count), as ints
     samples = TRAINING_SAMPLES[dataset]
     if max(nodes) > samples:  # dflkit's partition refuses it, but only after gossipy had run
         raise InputError(
@@ -146,10 +146,10 @@ def versus(
             f"node_steps = {node_steps!r} is fewer than nodes = {max(nodes)} (expected at least one round of "
             "every node, node_steps >= N)"
         )
-    repeats = _at_least("repeats", repeats, 1)
-    automatic = threads is None or (not isinstance(threads, bool) and threads == 0)  # (0 was refused, while
-    threads = _at_least("threads", len(allowed_cpus()) if automatic else threads, 1)  # the limit's message
-    # says 0 = automatic, a probe)
+    repeats = whole_number("repeats", repeats, low=1)
+    # 0 is automatic, as the threads limit's message says (it was refused, a probe)
+    automatic = threads is None or (not isinstance(threads, bool) and threads == 0)
+    threads = whole_number("threads", len(allowed_cpus()) if automatic else threads, low=1)
     check_threads(threads)
     works = []
     for n in nodes:
@@ -221,12 +221,6 @@ def _check_installed(simulator: str) -> None:
 
 TRAINING_SAMPLES = {"mnist": 60_000, "cifar10": 50_000}
 """The training set sizes of the data sets versus runs (a node needs one sample)."""
-
-
-def _at_least(name: str, value: Any, low: int) -> int:
-    """``value`` as an int, InputError naming it unless it is a whole number >= ``low`` (a float 2.0 kept
-    as a float ran the warm-up launches, then was a TypeError, a review)."""
-    return whole_number(name, value, low=low)
 
 
 def _rates(runs: dict[str, list[dict[str, Any]]], simulator: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 
 import sim.versus as versus_module
 from bounds import InputError
+from bounds._checks import whole_number
 from sim.errors import SimulationError
 from sim.versus import Workload, versus, versus_rows
 
@@ -139,9 +140,9 @@ def test_threads_0_is_automatic_as_the_limits_message_says(monkeypatch: pytest.M
 
 def test_whole_number_floats_are_taken_as_ints() -> None:
     """repeats = 2.0 passed the check as a float, ran the untimed launches, then was a TypeError in range()
-    (a review): the checked numbers are the ints used."""
+    (a review): the checked numbers are the ints used (versus keeps whole_number's result)."""
     for value in (2.0, np.int64(2), 2):
-        got = versus_module._at_least("repeats", value, 1)
+        got = whole_number("repeats", value, low=1)
         assert got == 2 and type(got) is int
 
 
