@@ -266,7 +266,14 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from sim.grid import finished_summary, grid_points, load_grid, refuse_idle_fields, refuse_overwrite
+    from sim.grid import (
+        changed_inputs,
+        finished_summary,
+        grid_points,
+        load_grid,
+        refuse_idle_fields,
+        refuse_overwrite,
+    )
 
     _refuse_copies_under_torchrun("sweep")
     if not str(args.out).strip():  # grid_points would put the runs under the current folder
@@ -290,17 +297,17 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     for point in points:
         point.config.validate()  # every point before the progress bar opens: a bad one is one line
     refuse_idle_fields(points, args.grid)
-    inputs = _digests_now(points) if args.resume else {}
-    for i, point in enumerate(points):
-        if args.resume:
-            summary = finished_summary(point.config, inputs.get(i))
-            if summary is not None:
+    if args.resume:  # each run folder read once: its finished run, then its inputs' digests now
+        finished = {i: s for i, p in enumerate(points) if (s := finished_summary(p.config)) is not None}
+        inputs = _digests_now(points, list(finished))
+        for i, point in enumerate(points):
+            summary = finished.get(i)
+            if summary is not None and not changed_inputs(summary, inputs.get(i)):
                 done[i] = summary
             elif (Path(point.config.out) / "checkpoint.pt").is_file():  # (its digests: check_sweep checks)
                 point.config.resume = True
             else:
                 refuse_overwrite(point.config, inputs.get(i))
-    if args.resume:
         _note_other_runs(Path(args.out), points)
     from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)
 
@@ -329,15 +336,13 @@ def _note_other_runs(out: Path, points: list[GridPoint]) -> None:
               file=sys.stderr)  # fmt: skip
 
 
-def _digests_now(points: list[GridPoint]) -> dict[int, dict[str, str]]:
-    """For each point whose folder holds a finished run of its settings (:func:`sim.grid.finished_summary`),
-    the mixing matrix's and data set's digests of its run now (:func:`sim.setup.current_digests`: the data
-    set loaded once, each C built once: 50 points on one 1,000-node graph took 0.125 s each). An input that
-    cannot be read now (a data set or edges file moved away) leaves those runs to be reused by their
-    settings alone, with a note: listing a finished sweep copied elsewhere needs no data."""
-    from sim.grid import finished_summary
-
-    finished = [i for i, p in enumerate(points) if finished_summary(p.config) is not None]
+def _digests_now(points: list[GridPoint], finished: list[int]) -> dict[int, dict[str, str]]:
+    """For each of the ``finished`` points (whose folders hold a finished run of their settings,
+    :func:`sim.grid.finished_summary`), the mixing matrix's and data set's digests of its run now
+    (:func:`sim.setup.current_digests`: the data set loaded once, each C built once: 50 points on one
+    1,000-node graph took 0.125 s each). An input that cannot be read now (a data set or edges file moved
+    away) leaves those runs to be reused by their settings alone, with a note: listing a finished sweep
+    copied elsewhere needs no data."""
     if not finished:
         return {}
     from sim.data import load_dataset

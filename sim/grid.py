@@ -39,7 +39,8 @@ from sim.config import SHARED_FIELDS, RunConfig, fields_once, fingerprint
 from sim.run_folder import finished_run, json_object, run_record
 
 __all__ = [
-    "GridPoint", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields", "refuse_overwrite",
+    "GridPoint", "changed_inputs", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields",
+    "refuse_overwrite",
 ]  # fmt: skip
 
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -334,13 +335,12 @@ def _folder_name(values: dict[str, Any]) -> str:
     return f"{name[: FOLDER_NAME_LIMIT - 13]}-{digest}"
 
 
-def finished_summary(config: RunConfig, digests: dict[str, str] | None = None) -> dict[str, Any] | None:
+def finished_summary(config: RunConfig) -> dict[str, Any] | None:
     """The summary of a finished run of exactly ``config`` in its folder (same fingerprint and steps; a run
     that diverged at step t is the same run with other steps where its first t steps keep their kinds,
-    :func:`_same_until`: it diverges at t again), else None. ``digests``
-    (:func:`sim.setup.current_digests`): also the same mixing matrix C and data as the summary says it had
-    (an edited edges: file or npz data set was reported with the old results, a probe; summaries before
-    2026-11-29 say none)."""
+    :func:`_same_until`: it diverges at t again), else None. Whether its inputs are still the same (an
+    edited edges: file or npz data set was reported with the old results, a probe) is
+    :func:`changed_inputs`'s, which needs them loaded."""
     folder = Path(config.out)
     done = finished_run(folder, config.steps)
     if done is None:
@@ -353,7 +353,7 @@ def finished_summary(config: RunConfig, digests: dict[str, str] | None = None) -
         and _same_until(config, old["steps"], done["steps"])
     ):
         differ.pop("steps", None)  # (raising a sweep's steps refused it: no checkpoint to continue)
-    if differ or _other_inputs(done, digests) or _params_missing(config, done):
+    if differ or _params_missing(config, done):
         return None
     return {**done, "out_dir": str(folder)}  # a sweep copied or moved: where the run is now, not was
 
@@ -375,9 +375,10 @@ def _same_until(config: RunConfig, steps_before: int, t: int) -> bool:
     )
 
 
-def _other_inputs(summary: dict[str, Any], digests: dict[str, str] | None) -> list[str]:
-    """The digests (mixing_digest, data_digest) a finished run's summary records that ``digests`` differ
-    from; none where either does not say."""
+def changed_inputs(summary: dict[str, Any], digests: dict[str, str] | None) -> list[str]:
+    """The digests (mixing_digest, data_digest) a finished run's summary records that ``digests``
+    (:func:`sim.setup.current_digests`: its run's now) differ from; none where either does not say
+    (summaries before 2026-11-29 have none)."""
     return [k for k, v in (digests or {}).items() if summary.get(k, v) != v]
 
 
@@ -392,7 +393,7 @@ def refuse_overwrite(config: RunConfig, digests: dict[str, str] | None = None) -
     old = run_record(folder)
     differ = ", ".join(f"{k} = {old[k]!r} -> {v!r}" for k, v in _differences(old, config).items() if k in old)
     summary = json_object(folder / "summary.json")
-    inputs = _other_inputs(summary, digests)
+    inputs = changed_inputs(summary, digests)
     what = {"mixing_digest": "its mixing matrix C (an edited edges:/matrix: file?)",
             "data_digest": "its data set (an edited npz: file?)"}  # fmt: skip
     why = (
