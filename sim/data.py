@@ -16,9 +16,11 @@ import functools
 import gzip
 import hashlib
 import pickle
+import weakref
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,6 +36,7 @@ __all__ = [
     "Dataset",
     "cifar10_files",
     "dataset_files",
+    "device_key",
     "load_cifar10",
     "load_dataset",
     "load_mnist",
@@ -104,17 +107,29 @@ class Dataset:
         engine and the estimates share one copy. (Each run of a sweep used to copy the training set to the
         GPU: MNIST's 188 MB x 400 runs, drift-non-iid-cnn's probe sweep, filled an 80 GB H100, 2026-11-27.)
         The copy lives as long as the data set (the loaders cache two), so for the rest of the process."""
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:  # "cuda" and "cuda:0" are one device, one copy
-            device = torch.device("cuda", torch.cuda.current_device())
-        key = str(device)
+        key = device_key(device)
         if key not in self._device_copies:
-            self._device_copies[key] = (self.x_train.to(device), self.y_train.to(device))
+            self._device_copies[key] = (self.x_train.to(key), self.y_train.to(key))
         return self._device_copies[key]
 
     @functools.cached_property
     def _device_copies(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         return {}
+
+    @functools.cached_property
+    def shared(self) -> weakref.WeakValueDictionary[tuple[Any, ...], Any]:
+        """Objects drawn from this data set that the runs of a sweep share while any of them holds one (their
+        evaluation samples, :class:`sim.evaluation.Evaluator`), keyed by what they are drawn with; an object
+        no run holds any more is dropped (a process that runs sweep after sweep does not keep them all)."""
+        return weakref.WeakValueDictionary()
+
+
+def device_key(device: torch.device | str) -> str:
+    """The name of ``device`` that one device has once: "cuda" and "cuda:0" (when 0 is current) are one."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return str(device)
 
 
 def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:

@@ -18,9 +18,20 @@ from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from bounds import InputError
+from sim.data import device_key
 from sim.models import check_stacked_form, loss_fn
+from sim.partition import NodeParts
 
-__all__ = ["EVAL_CHUNK_CPU", "EVAL_CHUNK_CUDA", "SAMPLES_PER_CALL_CUDA", "BatchSampler", "Sampler", "Stack"]
+__all__ = [
+    "EVAL_CHUNK_CPU",
+    "EVAL_CHUNK_CUDA",
+    "SAMPLES_PER_CALL_CUDA",
+    "BatchSampler",
+    "Sampler",
+    "Stack",
+    "full_batch",
+    "sampler_layout",
+]
 
 EVAL_CHUNK_CPU = 512  # samples per evaluation pass on the CPU: MNIST CNN on its 10,000 test samples,
 # 2 cores: 0.58 s in chunks of 512 against 1.70 s in chunks of 4,096 (the caches overflow); CIFAR-10 CNN
@@ -192,6 +203,49 @@ class Sampler(Protocol):
         ...
 
 
+def sampler_layout(
+    parts: list[np.ndarray], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What a :class:`BatchSampler` of ``parts`` draws through on ``device``: (flat, offsets, sizes), the
+    nodes' parts concatenated, where each starts and its size. Built once per device for shared parts
+    (:class:`sim.partition.NodeParts`), whose samplers then share it."""
+
+    def build() -> tuple[torch.Tensor, ...]:
+        sizes = np.array([len(p) for p in parts])
+        flat, offsets = np.concatenate(parts), np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        return tuple(torch.from_numpy(a).to(device) for a in (flat, offsets, sizes))
+
+    flat, offsets, sizes = _layout_memo(parts, device, "flat", build)
+    return flat, offsets, sizes
+
+
+def full_batch(parts: list[np.ndarray], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A full-batch step's (indices, 0/1 weights), N x the largest part: each node's part, repeated to that
+    width, the repeats weighted 0 (each node's loss is the mean over its own samples); shared as
+    :func:`sampler_layout` is."""
+
+    def build() -> tuple[torch.Tensor, ...]:
+        flat, offsets, sizes = sampler_layout(parts, device)
+        width = max(len(p) for p in parts)
+        j = torch.arange(width, device=device).expand(len(parts), width)
+        return flat[offsets[:, None] + j % sizes[:, None]], (j < sizes[:, None]).to(torch.float32)
+
+    indices, weights = _layout_memo(parts, device, "full", build)
+    return indices, weights
+
+
+def _layout_memo(
+    parts: list[np.ndarray], device: torch.device, kind: str, build: Callable[[], tuple[torch.Tensor, ...]]
+) -> tuple[torch.Tensor, ...]:
+    """``build()``, kept in shared parts' ``layouts`` under (device, kind) (plain lists: built each time)."""
+    if not isinstance(parts, NodeParts):
+        return build()
+    key = (device_key(device), kind)
+    if key not in parts.layouts:
+        parts.layouts[key] = build()
+    return parts.layouts[key]
+
+
 @dataclass
 class BatchSampler:
     """Each node's mini-batch indices, drawn uniformly with replacement from its own part.
@@ -207,19 +261,11 @@ class BatchSampler:
 
     def __post_init__(self) -> None:
         self._check()
-        sizes = np.array([len(p) for p in self.parts])
-        self._flat = torch.from_numpy(np.concatenate(self.parts)).to(self.device)
-        self._offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(sizes)[:-1]])).to(self.device)
-        self._sizes = torch.from_numpy(sizes).to(self.device)
+        self._flat, self._offsets, self._sizes = sampler_layout(self.parts, self.device)
         self.gen = torch.Generator(device=self.device).manual_seed(self.seed)
-        self._width = int(sizes.max())  # the padded full batch, read without a device sync
-        n = len(self.parts)
+        self._width = max(len(p) for p in self.parts)  # the padded full batch, read without a device sync
         if self.batch_size == 0:
-            j = torch.arange(self._width, device=self.device).expand(n, self._width)
-            self._full = (
-                self._flat[self._offsets[:, None] + j % self._sizes[:, None]],
-                (j < self._sizes[:, None]).to(torch.float32),
-            )
+            self._full = full_batch(self.parts, self.device)
 
     def _check(self) -> None:
         """InputError for what would draw wrong samples: an empty part drew another node's samples (its

@@ -38,7 +38,7 @@ from sim.errors import ResumeSettingsDiffer
 from sim.gossip import ChocoGossip, ExactGossip, choose_mixing
 from sim.host import available_memory
 from sim.models import LogReg, make_model
-from sim.partition import make_partition
+from sim.partition import NodeParts, make_partition
 from sim.run_folder import (
     check_metrics_file,
     check_path_length,
@@ -59,6 +59,7 @@ __all__ = [
     "kept_torch_settings",
     "learning_rate",
     "mixing",
+    "node_parts",
     "prepare",
     "prepare_out",
     "prepare_outs",
@@ -189,9 +190,7 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
     device = torch.device(config.device)
     set_precision(device, config.tf32)
     data = data if data is not None else load_dataset(config.dataset, config.data_dir)
-    parts = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
-        data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
-    )
+    parts = node_parts(config, data)
     batch_bytes = 4.0 * config.nodes * config.batch_size * math.prod(data.input_shape)
     memory = available_memory()
     if batch_bytes > memory:  # drawn with replacement, a batch may exceed a node's data (many
@@ -234,6 +233,19 @@ def prepare(config: RunConfig, main: bool = True, data: Dataset | None = None, l
     digests = digests_of(C, data)
     out = prepare_out(config, digests, lock) if main else Path(config.out)  # once every input is checked
     return Setup(data, parts, stack, tau1, tau2, C, compressor, bits, cost, x0, device, out, **digests)
+
+
+def node_parts(config: RunConfig, data: Dataset) -> NodeParts:
+    """The config's partition of ``data``'s training set, one index array per node (seeded by the run's
+    seed): one copy for the runs of a sweep that split it alike (:attr:`sim.data.Dataset.shared`)."""
+    key = ("partition", config.partition, config.alpha, config.nodes, config.seed)
+    parts = data.shared.get(key)
+    if parts is None:
+        split = make_partition(config.partition, alpha=config.alpha, node=data.node).split(
+            data.y_train.numpy(), config.nodes, np.random.default_rng(config.seed)
+        )
+        parts = data.shared[key] = NodeParts(split)
+    return parts
 
 
 def set_precision(device: torch.device | str, tf32: bool) -> None:

@@ -145,9 +145,16 @@ class SweepEngine:
             self.lanes.append(Lane(self, i, slice(start, start + n), tr))
             tr.X = tr.X[:0]  # the stacked X holds the rows now
             start += n
-        # every lane's part of the training set in one tensor (a group's draws map through it at once)
-        self._flat = torch.cat([lane.sampler.layout[0] for lane in self.lanes])
-        self._flat_start = np.cumsum([0] + [len(lane.sampler.layout[0]) for lane in self.lanes[:-1]])
+        # every lane's part of the training set in one tensor (a group's draws map through it at once), once
+        # per partition: lanes that share one (sim.setup.node_parts) share its segment
+        flats: dict[int, tuple[int, torch.Tensor]] = {}
+        end = 0
+        for lane in self.lanes:
+            flat = lane.sampler.layout[0]
+            if id(flat) not in flats:
+                flats[id(flat)], end = (end, flat), end + len(flat)
+        self._flat = torch.cat([flat for _, flat in flats.values()])
+        self._flat_start = np.array([flats[id(lane.sampler.layout[0])][0] for lane in self.lanes])
         self._memos: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
     def step(self, lanes: Sequence[Lane]) -> list[tuple[int, torch.Tensor | None]]:
