@@ -4,7 +4,11 @@ Rows of X are nodes (so the paper's X C is ``C @ X``):
 
 * ``dfl``   (Algorithm 1): K rounds of tau1 local steps X <- X - eta G then tau2 gossip
   steps X <- C X, then the T - K tau tail of local steps.
-* ``csgd``  DFL with tau2 = 1 (compute-then-communicate, (C-SGD_rules)).
+* ``csgd``  DFL with tau2 = 1 (compute-then-communicate; Section VI and Remark 1's C-SGD): the gossip is
+  a step of its own, so a round is tau1 + 1 steps. Eq. (C-SGD_rules) folds it into the tau-th gradient
+  step, X_{t+1} = (X_t - eta G_t) C: the same models after each gossip, but T of its steps hold T gradient
+  steps and T of ours T tau1 / (tau1 + 1) (as ``sync``'s hold T / 2: each step is one local or one gossip
+  step, as Algorithm 1 counts them).
 * ``dsgd``  communicate-then-compute: every step X <- C X - eta G(X) ((glo-d-sgd)).
 * ``sync``  synchronous SGD: C = J, tau1 = tau2 = 1.
 * ``local`` local SGD / FedAvg-style: C = J, tau1 local steps then one averaging.

@@ -1,6 +1,7 @@
 """Finding: Proposition 1 itself fails on a noise-free quadratic (exact arithmetic, no sampling).
 
-F(w) = w^2 / 2 + 1 on every node (L = 1, F_inf = 1, Assumption 1 holds with sigma^2 = 0),
+F(w) = w^2 / 2 + 1 on every node (L = 1, F_inf = 1, exact gradients: no noise, so any sigma^2 > 0 of
+Assumption 1.5 bounds it; its bounded gradients (G^2) hold on the trajectory, |w| <= 1, not on all of R),
 N = 2 nodes, C = J (zeta = 0), tau1 = 1, tau2 = 2, eta = eta_max of (eta) = 1/3, K = 3 rounds.
 The gossip steps leave u_t unchanged but are counted in T and in the average of
 ||grad F(u_t)||^2, while the proof of Lemma 1 claims a descent inequality at them too
@@ -40,6 +41,9 @@ def test_smallest_counterexample_found() -> None:
     assert r.bound == pytest.approx(2 * 0.5 / (eta * 9))
     assert measured > r.bound  # 0.3446 > 0.3333: Proposition 1 is violated
     assert measured / r.bound == pytest.approx(1.0338, abs=1e-4)
+    # Assumption 1.5 asks sigma^2 > 0: a noise bound that is not tight, 0.01, leaves it violated
+    noisy = dfl_bound(L=1, sigma2=0.01, N=2, eta=eta, tau1=1, tau2=2, zeta=0.0, T=9, gap=0.5)
+    assert noisy.eta_condition_ok and measured > noisy.bound == pytest.approx(1 / 3 + 0.01 / 6)
 
 
 @pytest.mark.parametrize(("tau2", "K", "fraction", "ratio"), [(2, 5, 0.5, 1.0926), (9, 50, 1.0, 4.363)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,15 +19,17 @@ BASE = dict(L=2.0, sigma2=0.5, N=10, eta=0.01, tau1=4, tau2=3, zeta=0.87, T=700,
 
 
 def paper_bound_by_hand(L, sigma2, N, eta, tau1, tau2, zeta, T, gap):
-    """eq. (upper-bound) typed again from the paper, term by term, with the math module."""
+    """eq. (upper-bound) typed again from the paper, term by term, in exact rational arithmetic (floats lost
+    the digits of tau1 / (1 - zeta^(2 tau2)) - 1 at tau1 = 1 as the code once did: both agreed, wrongly)."""
+    L, sigma2, eta, zeta, gap = (Fraction(v) for v in (L, sigma2, eta, zeta, gap))
     sync = 2 * gap / (eta * T) + eta * L * sigma2 / N
-    drift = 2 * eta**2 * L**2 * sigma2 * (tau1 / (1 - math.pow(zeta, 2 * tau2)) - 1)
+    drift = 2 * eta**2 * L**2 * sigma2 * (tau1 / (1 - zeta ** (2 * tau2)) - 1)
     tau = tau1 + tau2
-    z = math.pow(zeta, tau2)
+    z = zeta**tau2
     lhs = eta * L + eta**2 * L**2 * tau / (1 - z) * (
         2 * tau1 * z * z / (1 + z) + 2 * tau1 * z / (1 - z) + tau - 1
     )
-    return sync, drift, lhs
+    return float(sync), float(drift), float(lhs)
 
 
 def test_values_against_the_paper_typed_by_hand() -> None:
@@ -107,6 +110,28 @@ def test_eta_max_is_the_root_of_the_condition(tau1: int, tau2: int, zeta: float,
     if beta_var == 0:
         assert ok.eta_condition_ok and not bad.eta_condition_ok
         assert ok.general_condition_lhs == pytest.approx(ok.eta_condition_lhs)
+
+
+@pytest.mark.parametrize("zeta", [1 - 1.87e-8, 1 - 2.6e-7, 0.3, 0.01])
+@pytest.mark.parametrize(("tau1", "tau2"), [(1, 4), (4, 5), (1, 50)])
+def test_the_terms_and_eta_max_keep_their_digits_where_zeta_power_tau2_is_near_0_or_1(
+    zeta: float, tau1: int, tau2: int
+) -> None:
+    """Against 60-digit arithmetic (the same formulas, as the paper writes them): 1 - zeta^tau2 near 0 (zeta
+    within 2e-8 of 1: a 10,000-node ring) lost 9 digits, and eta_max passed (eta) by 1.05e-9 where
+    CONDITION_RTOL promises 1e-12; tau1 / (1 - q) - 1 at tau1 = 1 lost them all (0.0 for q / (1 - q))."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    z, t1, t2 = mp.mpf(zeta), mp.mpf(tau1), mp.mpf(tau2)
+    tau, zt = t1 + t2, z**t2
+    A = tau / (1 - zt) * (2 * t1 * zt**2 / (1 + zt) + 2 * t1 * zt / (1 - zt) + tau - 1)
+    drift = t1 / (1 - zt**2) - 1
+    assert float(f.gossip_coefficient(tau1, tau2, zeta)) == pytest.approx(float(A), rel=1e-13)
+    assert float(f.drift_factor(tau1, tau2, zeta)) == pytest.approx(float(drift), rel=1e-13)
+    assert float(f.drift_factor_corrected(tau1, tau2, zeta)) == pytest.approx(float(drift + 1), rel=1e-13)
+    top = mp.mpf(eta_max(L=1.0, tau1=tau1, tau2=tau2, zeta=zeta, N=10))
+    assert top + A * top**2 <= 1 + 1e-12  # at eta_max, (eta) holds as CONDITION_RTOL says
+    assert float(top) == pytest.approx(float((mp.sqrt(1 + 4 * A) - 1) / (2 * A)), rel=1e-12)
 
 
 def test_general_condition_is_stricter_with_variance_growth() -> None:

@@ -50,7 +50,7 @@ class DFLBound(Result):
             n_local = K tau1 + tail the local steps among the T (identical nodes, independent noises,
             under (eta)); derived for beta_var = 0 and a tail T - K tau <= tau1 (footnote 1), so inf
             where beta_var > 0 or the tail is longer.
-        bound_non_iid: the repair for non-i.i.d. data (heterogeneity varsigma^2, README Finding 6):
+        bound_non_iid: the repair for non-i.i.d. data (heterogeneity varsigma^2, README Finding 9):
             2 gap / (eta n_local) + eta L sigma^2 / N + drift_term_repaired, a bound on the same
             local-step average, under eta L <= 1 and rho_D <= 1/2 (``non_iid_condition_ok``);
             derived for beta_var = 0 and a tail <= tau1, so inf where beta_var > 0 or the tail is longer.
@@ -238,7 +238,7 @@ def dfl_bound(
             rho <= 0.5 * (1 + CONDITION_RTOL)
         )
         out["non_iid_eta_max"] = mixing(f.eta_max_non_iid(L_, t1, t2, z), 0.0)
-    for name in ("bound_repaired", "bound_non_iid"):  # derived for beta_var = 0 (README Finding 0, 6), and
+    for name in ("bound_repaired", "bound_non_iid"):  # derived for beta_var = 0 (README Findings 0, 9), and
         # for a tail of at most tau1 local steps (footnote 1): Algorithm 1's longer tail, all local steps in a
         # row, drifts further than a round does (counting tau1 of its steps disagreed with the simulator)
         out[name] = np.where((bv > 0) | (tail > t1), np.inf, out[name])
