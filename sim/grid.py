@@ -225,7 +225,7 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
             "several sweeps)"
         )
     points: list[GridPoint] = []
-    folders: dict[Path, dict[str, Any]] = {}
+    folders: dict[Path, GridPoint] = {}
     for combo in itertools.product(*grid.values()):
         values: dict[str, Any] = {}
         tables: dict[str, dict[str, Any]] = {}
@@ -236,17 +236,20 @@ def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Pat
             else:
                 values[key] = value
         folder = Path(out) / (_folder_name(values) or "run")
-        if folder in folders:  # ('a b' and 'a-b' give one name): refused before any folder is made
-            raise InputError(
-                f"sweep: the points {folders[folder]} and {values} would write to one folder {str(folder)!r} "
-                "(expected values that differ in letters, digits or '.=+-_')"
-            )
-        folders[folder] = values
         try:
             config = RunConfig(**{**base, **values, "out": str(folder)})
         except TypeError as exc:  # a key RunConfig does not take: load_grid checks, a caller may not
             raise InputError(f"sweep: {exc} (expected RunConfig fields)") from None
-        points.append(GridPoint(values, config, tables))
+        if folder in folders:  # ('a b' and 'a-b' give one name): refused before any folder is made
+            first = folders[folder]
+            first.config.validate()  # a value of the wrong type ("0" beside 0) is the error, not the clash
+            config.validate()
+            raise InputError(
+                f"sweep: the points {first.values} and {values} would write to one folder {str(folder)!r} "
+                "(expected values that differ in letters, digits or '.=+-_')"
+            )
+        folders[folder] = point = GridPoint(values, config, tables)
+        points.append(point)
     return points
 
 

@@ -354,6 +354,8 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\ntau1 = [1, 2]\nm = [{tau1 = 2}]\n", "[grid] m: 'tau1' is also a [grid] entry of its own"),
         ("[grid]\nm = [{tau1 = 2}]\ntau1 = [1, 2]\n", "'tau1' is set by the bundle 'm' and by another"),
         ("[grid]\nm = [{tau1 = 2}]\nn = [{tau1 = 3}]\n", "'tau1' is set by the bundle 'm' and by another"),
+        # a probe: a value of the wrong type was reported as a folder clash with its look-alike
+        ("[grid]\nseed = [0, '0']\n", "seed = '0' has the wrong type (expected an integer)"),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
@@ -402,10 +404,13 @@ def test_grid_folder_names_keep_the_value_and_fit_a_file_system(tmp_path) -> Non
     long = [f"edges:{tmp_path}/{'x' * 250}{i}.txt" for i in range(2)]
     names = [Path(p.config.out).name for p in grid_points({"steps": 4}, {"topology": long}, tmp_path)]
     assert len(set(names)) == 2 and all(len(n) == FOLDER_NAME_LIMIT for n in names)
+    ring = "".join(f"{i} {(i + 1) % 10}\n" for i in range(10))
+    for name in ("a b", "a-b"):
+        (tmp_path / name).write_text(ring)
     with pytest.raises(
-        InputError, match=r"the points \{'topology': 'edges:a b'\} and .* would write to one folder"
+        InputError, match=r"the points \{'topology': 'edges:.*a b'\} and .* would write to one"
     ):
-        grid_points({"steps": 4}, {"topology": ["edges:a b", "edges:a-b"]}, tmp_path)
+        grid_points({"steps": 4}, {"topology": [f"edges:{tmp_path}/a b", f"edges:{tmp_path}/a-b"]}, tmp_path)
     assert names[0].startswith("topology=edges-")
 
 
