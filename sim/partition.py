@@ -6,12 +6,15 @@ The test set is never partitioned: it stays whole and i.i.d.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from bounds import InputError
 from bounds._checks import real_number, whole_number, whole_numbers
+
+if TYPE_CHECKING:  # (sim.config imports this module: the CLIs' --help answers without torch)
+    import torch
 
 __all__ = ["IID", "PARTITIONS", "Dirichlet", "Given", "NodeParts", "Shards", "make_partition"]
 
