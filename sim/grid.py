@@ -211,7 +211,9 @@ class GridPoint:
 
 MAX_POINTS = 10_000
 """The most runs one sweep takes: a 5,000-point grid of 20-step logistic regressions held 14.9 GB and took
-over 13 minutes (2 cores, 2026-11-29), a 10^7-point one ran out of memory building its points."""
+over 13 minutes (2 cores, 2026-11-29; before runs of one seed shared their evaluation samples and index
+arrays: with every seed its own a run still holds 4.8 MB of MNIST's), a 10^7-point one ran out of memory
+building its points."""
 
 
 def grid_points(base: dict[str, Any], grid: dict[str, list[Any]], out: str | Path) -> list[GridPoint]:
