@@ -112,7 +112,7 @@ def test_eta_max_is_the_root_of_the_condition(tau1: int, tau2: int, zeta: float,
         assert ok.general_condition_lhs == pytest.approx(ok.eta_condition_lhs)
 
 
-@pytest.mark.parametrize("zeta", [1 - 1.87e-8, 1 - 2.6e-7, 0.3, 0.01])
+@pytest.mark.parametrize("zeta", [1 - 1.87e-8, 1 - 2.6e-7, 0.3, 0.01, 0.87])
 @pytest.mark.parametrize(("tau1", "tau2"), [(1, 4), (4, 5), (1, 50)])
 def test_the_terms_and_eta_max_keep_their_digits_where_zeta_power_tau2_is_near_0_or_1(
     zeta: float, tau1: int, tau2: int
@@ -121,17 +121,19 @@ def test_the_terms_and_eta_max_keep_their_digits_where_zeta_power_tau2_is_near_0
     within 2e-8 of 1: a 10,000-node ring) lost 9 digits, and eta_max passed (eta) by 1.05e-9 where
     CONDITION_RTOL promises 1e-12; tau1 / (1 - q) - 1 at tau1 = 1 lost them all (0.0 for q / (1 - q))."""
     mp = pytest.importorskip("mpmath")
-    mp.mp.dps = 60
+    mp.mp.dps = 450  # (1 - q at q = 0.01^100 = 1e-200 keeps 250 digits: the paper's form cancels too)
     z, t1, t2 = mp.mpf(zeta), mp.mpf(tau1), mp.mpf(tau2)
     tau, zt = t1 + t2, z**t2
     A = tau / (1 - zt) * (2 * t1 * zt**2 / (1 + zt) + 2 * t1 * zt / (1 - zt) + tau - 1)
     drift = t1 / (1 - zt**2) - 1
-    assert float(f.gossip_coefficient(tau1, tau2, zeta)) == pytest.approx(float(A), rel=1e-13)
-    assert float(f.drift_factor(tau1, tau2, zeta)) == pytest.approx(float(drift), rel=1e-13)
-    assert float(f.drift_factor_corrected(tau1, tau2, zeta)) == pytest.approx(float(drift + 1), rel=1e-13)
+    exact = {"A": A, "drift": drift, "drift + 1": drift + 1}
+    ours = {"A": f.gossip_coefficient(tau1, tau2, zeta), "drift": f.drift_factor(tau1, tau2, zeta),
+            "drift + 1": f.drift_factor_corrected(tau1, tau2, zeta)}  # fmt: skip
+    for name, value in exact.items():  # (abs=0: approx's default 1e-12 passed 0.0 for 5e-53)
+        assert float(ours[name]) == pytest.approx(float(value), rel=1e-13, abs=0), name
     top = mp.mpf(eta_max(L=1.0, tau1=tau1, tau2=tau2, zeta=zeta, N=10))
     assert top + A * top**2 <= 1 + 1e-12  # at eta_max, (eta) holds as CONDITION_RTOL says
-    assert float(top) == pytest.approx(float((mp.sqrt(1 + 4 * A) - 1) / (2 * A)), rel=1e-12)
+    assert float(top) == pytest.approx(float((mp.sqrt(1 + 4 * A) - 1) / (2 * A)), rel=1e-12, abs=0)
 
 
 def test_general_condition_is_stricter_with_variance_growth() -> None:

@@ -2,10 +2,12 @@
 
 Every function here is plain arithmetic on its arguments, so the same code
 evaluates on Python floats, numpy arrays (whole grids by broadcasting) and
-sympy symbols; only square roots go through :func:`sqrt`, which picks
-``sympy.sqrt`` or ``numpy.sqrt``. The numeric front end with validation and
-result objects is :mod:`bounds.dfl.proposition1`; the symbolic one is
-:mod:`bounds.dfl.symbolic`. Notation follows the paper:
+sympy symbols (or Fractions, exactly); only square roots go through :func:`sqrt`,
+which picks ``sympy.sqrt`` or ``numpy.sqrt``, and 1 - zeta^k through
+:func:`one_minus_power`, which keeps its digits for floats near zeta^k = 1.
+The numeric front end with validation and result objects is
+:mod:`bounds.dfl.proposition1`; the symbolic one is :mod:`bounds.dfl.symbolic`.
+Notation follows the paper:
 
 =========  ==========================================================
 eta        learning rate eta
@@ -24,7 +26,8 @@ varsigma2  heterogeneity varsigma^2 (non-i.i.d. data, not in the paper):
 =========  ==========================================================
 
 Division by zero (zeta = 1 or tau2 = 0: gossip never mixes) is left to the
-caller: numpy gives inf, sympy zoo, Python floats ZeroDivisionError. Nor is
+caller: floats and numpy give inf (with numpy's warning unless np.errstate
+silences it), sympy zoo, Fractions ZeroDivisionError. Nor is
 any argument checked (eta_max(-1.0, ...) is negative): the checked entry
 points are :mod:`bounds.dfl.proposition1`'s.
 """
@@ -84,14 +87,20 @@ def sqrt(x: Any) -> Any:
 
 def one_minus_power(zeta: Any, k: Any) -> Any:
     """1 - zeta^k, without the cancellation of the plain difference where zeta^k is near 1: -expm1(k log
-    zeta) for numbers (zeta within 2e-8 of 1 lost 9 of the digits of 1 - zeta^tau2, and eta_max passed
-    (eta) by 1.05e-9 where CONDITION_RTOL promises 1e-12, an audit), the plain form for sympy input."""
-    if symbolic_namespace(zeta) is not None or symbolic_namespace(k) is not None:
+    zeta) for floats and float arrays with zeta > 0 (zeta within 2e-8 of 1 lost 9 of the digits of 1 -
+    zeta^tau2, and eta_max passed (eta) by 1.05e-9 where CONDITION_RTOL promises 1e-12, an audit), the
+    plain form for the rest (sympy, Fractions and ints exact, zeta <= 0)."""
+    if not _floats(zeta):  # sympy, Fractions, ints: exact as they are
         return 1 - zeta**k
     zeta, k = np.asarray(zeta, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gap = 0.0 - np.expm1(k * np.log(zeta))  # (not -expm1: at zeta = 1 that is -0.0, and 1/gap -inf)
-    return np.where(k == 0, 0.0, np.where(zeta == 0, 1.0, gap))[()]  # (0^0 = 1; 0^k = 0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # (zeta <= 0 takes the plain form)
+        gap = 0.0 - np.expm1(k * np.log(np.where(zeta > 0, zeta, 1.0)))  # (-expm1 gave -0.0 at zeta = 1)
+    return np.where(zeta > 0, gap, 1.0 - zeta**k)[()]
+
+
+def _floats(x: Any) -> bool:
+    """Whether ``x`` is a float or an array of floats (where :func:`one_minus_power` needs expm1)."""
+    return isinstance(x, float | np.floating) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
 
 
 def sync_sgd_term(eta: Any, L: Any, sigma2: Any, N: Any, T: Any, gap: Any) -> Any:
@@ -102,8 +111,8 @@ def sync_sgd_term(eta: Any, L: Any, sigma2: Any, N: Any, T: Any, gap: Any) -> An
 def drift_factor(tau1: Any, tau2: Any, zeta: Any) -> Any:
     """D of eq. (upper-bound)'s local-drift part 2 eta^2 L^2 sigma^2 D: tau1 / (1 - zeta^(2 tau2)) - 1.
     For numbers as (tau1 - 1 + q) / (1 - q), q = zeta^(2 tau2): the difference lost every digit at tau1 = 1
-    (0.0 for 5.15e-53 at zeta = 0.3, tau2 = 50, an audit); sympy keeps the paper's form."""
-    if symbolic_namespace(zeta) is not None or symbolic_namespace(tau1) is not None:
+    (0.0 for 5.15e-53 at zeta = 0.3, tau2 = 50, an audit); sympy and Fractions keep the paper's form."""
+    if not _floats(zeta):
         return tau1 / (1 - zeta ** (2 * tau2)) - 1
     return (tau1 - 1 + zeta ** (2 * tau2)) / one_minus_power(zeta, 2 * tau2)
 
