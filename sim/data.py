@@ -116,6 +116,11 @@ class Dataset:
     def _device_copies(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         return {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickles: the data, not the caches (device copies, :attr:`shared`: a weak dictionary does not
+        pickle, and a Dataset that had run a sweep did not, a review)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("shared", "_device_copies")}
+
     @functools.cached_property
     def shared(self) -> weakref.WeakValueDictionary[tuple[Any, ...], Any]:
         """Objects drawn from this data set that the runs of a sweep share while any of them holds one (their

@@ -522,6 +522,14 @@ def test_runs_that_split_alike_share_their_parts_layouts_and_evaluation_samples(
     full = [BatchSampler(parts[0], 0, seed, torch.device("cpu"))._full for seed in (0, 1)]
     assert full[0][0] is full[1][0]  # the full batch's padded indices too
     assert len(data.shared) > 0
+    import pickle
+
+    again = pickle.loads(pickle.dumps(data))  # (the weak dictionary did not pickle)
+    assert (
+        torch.equal(again.x_train, data.x_train)
+        and "shared" not in again.__dict__
+        and again.digest == data.digest
+    )
     del evaluators, engine, setups, parts, flats, full
     gc.collect()
     assert not [key for key in data.shared if key[0] == "evaluation"]
