@@ -272,6 +272,7 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         grid_points,
         load_grid,
         refuse_idle_fields,
+        refuse_one_matrix_twice,
         refuse_overwrite,
     )
 
@@ -313,6 +314,9 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     todo = [point.config for i, point in enumerate(points) if i not in done]
     setups = check_sweep(todo) if todo else None  # the data, topologies, checkpoints: before any folder
+    if setups:
+        running = [point for i, point in enumerate(points) if i not in done]
+        refuse_one_matrix_twice(running, [s.digests for s in setups], args.grid)
     out = writable_folder(args.out, "out")
     lock_folders([out])  # one sweep at a time in a folder (each run also locks its own)
     try:

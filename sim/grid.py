@@ -40,7 +40,7 @@ from sim.run_folder import finished_run, json_object, run_record
 
 __all__ = [
     "GridPoint", "changed_inputs", "finished_summary", "grid_points", "load_grid", "refuse_idle_fields",
-    "refuse_overwrite",
+    "refuse_one_matrix_twice", "refuse_overwrite",
 ]  # fmt: skip
 
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -311,6 +311,28 @@ def refuse_idle_fields(points: list[GridPoint], path: str | Path) -> None:
                 "take a bundle, m = [{...}, {...}])"
             )
         seen[settings] = point
+
+
+def refuse_one_matrix_twice(points: list[GridPoint], digests: list[dict[str, str]], path: str | Path) -> None:
+    """InputError for two points that differ only in how their graph is written (``topology``, ``weights``)
+    and build one mixing matrix C (``digests``: each point's :attr:`sim.setup.Setup.digests`): an edges file
+    named two ways (``edges:e.txt``, ``edges:./e.txt``), or 'paper' beside 'metropolis' weights on a ring,
+    where they give one C, trained one run twice (a probe)."""
+    seen: dict[str, GridPoint] = {}
+    for point, digest in zip(points, digests, strict=True):
+        settings = _run_settings(point.config) | {
+            "topology": None,
+            "weights": None,
+            "C": digest["mixing_digest"],
+        }
+        key = json.dumps(settings, sort_keys=True, default=repr)
+        if key in seen:
+            raise InputError(
+                f"grid file {str(path)!r}: the points {seen[key].values} and {point.values} are one run: "
+                f"their topologies give one mixing matrix C (digest {digest['mixing_digest']}; expected each "
+                "run once)"
+            )
+        seen[key] = point
 
 
 def _run_settings(config: RunConfig) -> dict[str, Any]:

@@ -356,10 +356,22 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\nm = [{tau1 = 2}]\nn = [{tau1 = 3}]\n", "'tau1' is set by the bundle 'm' and by another"),
         # a probe: a value of the wrong type was reported as a folder clash with its look-alike
         ("[grid]\nseed = [0, '0']\n", "seed = '0' has the wrong type (expected an integer)"),
+        # ... and two spellings of one graph trained one run twice
+        (
+            "[grid]\nweights = ['paper', 'metropolis']\n",
+            "the points {{'weights': 'paper'}} and {{'weights': 'metropolis'}} are one run: their topologies",
+        ),
+        (
+            "[grid]\ntopology = ['ring', 'matrix:{tmp}/ring.npy']\n",
+            "the points {{'topology': 'ring'}} and {{'topology': 'matrix:",
+        ),
     ],
 )
 def test_cli_sweep_errors_exit_2_with_one_line(tiny, tmp_path, capsys, body: str, fragment: str) -> None:
-    grid = _grid(tmp_path, tiny, body)
+    from bounds.graph.mixing import topology_matrix
+
+    np.save(tmp_path / "ring.npy", topology_matrix("ring", 6))  # (the ring's own C, as a file)
+    grid = _grid(tmp_path, tiny, body.replace("{tmp}", str(tmp_path)))
     resume = ["--resume"] if fragment.startswith("resume:") else []
     assert main(["sweep", str(grid), "--out", str(tmp_path / "out"), *resume]) == 2
     err = capsys.readouterr().err.strip()
