@@ -383,3 +383,20 @@ def test_arguments_of_the_wrong_kind_are_one_line_errors() -> None:
     for call, message in cases:
         with pytest.raises(InputError, match=message):
             call()
+
+
+def test_a_best_cell_on_the_grids_far_edge_is_noted() -> None:
+    """tau2 = 10 at max_tau2 = 10 was 23, with a smaller bound, at max_tau2 = 100, and nothing said so (a
+    probe); tau1 = 1, the grid's near edge, is no note (no smaller tau1 exists)."""
+    from bounds.plan.optimize import grid_edge_notes
+
+    kw = dict(L=2, sigma2=3, N=10, gap=2, zeta=0.872678, cost=CostModel(1.0, 0.5), budget_seconds=5000,
+              bound="non-iid", heterogeneity=5)  # fmt: skip
+    small, large = optimize_dfl(**kw, max_tau1=10, max_tau2=10), optimize_dfl(**kw, max_tau1=10, max_tau2=100)
+    assert (small.tau1, small.tau2) == (1, 10) and large.tau2 > 10 and large.bound < small.bound
+    assert "the best tau2 = 10 is the grid's largest (--max-tau2 10)" in small.message
+    assert "grid's largest" not in large.message and "tau1" not in small.message
+    assert grid_edge_notes(5, 3, 5, 9) == [
+        "the best tau1 = 5 is the grid's largest (--max-tau1 5): a larger grid may hold a better one"
+    ]
+    assert grid_edge_notes(1, 1, 1, 1) == []  # a grid of one value has no edge to move

@@ -40,6 +40,9 @@ def test_plan_ranks_simulates_and_compares(tiny, tmp_path) -> None:
     assert out["chosen_rank"] == int(first["measured_rank"]) and -1 <= out["spearman"] <= 1
     assert out["bound_used"] == "non-iid" and out["constants"]["heterogeneity"] > 0  # label shards
     assert out["verdict"] in ("holds", "violated", "inconclusive")
+    assert out["verdict"] == verdict(table, sims := pd.read_csv(tmp_path / "plan" / "simulations.csv"))
+    assert out["regret_test"]["seeds"] == 2 and out["ranked"] >= len(table)
+    assert "trains at the eta the bound chose for it" in out["notes"]  # what the check compares (a probe)
     folder = tmp_path / "plan"
     for name in ("ranking.csv", "simulations.csv", "table.csv", "plan_result.json", "plan.json",
                  "plan-predicted-vs-measured.png", "plan-loss-vs-gossip.png"):  # fmt: skip
@@ -139,21 +142,38 @@ def test_fixed_eta_ranks_only_the_schedule(tiny, tmp_path) -> None:
     assert out["constants"]["L"] == 1.0 and out["constants"]["L_source"] == "given"
 
 
-def test_verdict_can_hold_fail_and_be_undecided() -> None:
-    def table(chosen: tuple[float, float], best: tuple[float, float]) -> pd.DataFrame:
-        rows = [
-            dict(zip(("loss_min", "loss_max"), chosen, strict=True)),
-            dict(zip(("loss_min", "loss_max"), best, strict=True)),
-        ]
-        frame = pd.DataFrame(rows)
-        frame["loss_mean"] = (frame["loss_min"] + frame["loss_max"]) / 2
-        frame["loss_std"] = (frame["loss_max"] - frame["loss_min"]) / np.sqrt(2)
-        return frame
+def _verdict_of(chosen: list[float], best: list[float], others: int = 2) -> str:
+    """verdict() for a choice and the best with these per-seed losses (seed s paired), among ``others``
+    worse configurations."""
+    from sim.plan import CONFIGURATION, _summary_table
 
-    assert verdict(table((1.0, 1.2), (1.05, 1.15))) == "holds"  # the choice is the best
-    assert verdict(table((1.15, 1.25), (1.0, 1.2))) == "holds"  # within the seed spread
-    assert verdict(table((2.0, 2.1), (1.0, 1.1))) == "violated"  # every seed worse
-    assert verdict(table((1.3, 1.9), (1.0, 1.4))) == "inconclusive"
+    rows = []
+    for rank, losses in enumerate([chosen, best, *([[10.0] * len(chosen)] * others)]):
+        for seed, loss in enumerate(losses):
+            rows.append({"compressor": np.nan, "parameter": np.nan, "tau1": 1 + rank, "tau2": 1, "eta": 0.1,
+                         "bound": rank, "bound_rank": rank + 1, "group": "top", "rounds": 1, "steps": 2,
+                         "loss": loss, "test_accuracy": 0.5, "grad_norm2": 1.0, "seed": seed})  # fmt: skip
+    sims = pd.DataFrame(rows)
+    assert set(CONFIGURATION) < set(sims.columns)
+    return verdict(_summary_table(sims), sims)
+
+
+def test_verdict_judges_the_paired_regret_and_can_hold_fail_and_be_undecided() -> None:
+    """By the paired seeds: the rule before it (a regret within one pooled seed standard deviation) held a
+    choice 0.10 worse on every one of 50 seeds, and called a choice 40% worse inconclusive (an audit)."""
+    rng = np.random.default_rng(0)
+    seeds = rng.normal(1.0, 0.3, 50)  # a large seed effect, shared by the pair
+    assert _verdict_of([1.0, 1.2], [1.05, 1.16]) == "holds"  # the choice is the best
+    assert _verdict_of(list(seeds + 0.10 + rng.normal(0, 0.01, 50)), list(seeds)) == "violated"
+    assert _verdict_of(list(seeds[:5] + 0.10), list(seeds[:5])) == "violated"  # deterministic: d alone
+    assert _verdict_of([1.4, 1.42], [1.0, 1.01]) == "violated"  # 40% worse
+    assert _verdict_of(list(seeds + 0.001 + rng.normal(0, 0.001, 50)), list(seeds)) == "holds"  # 0.1%
+    assert _verdict_of([1.3, 0.95], [1.0, 1.1]) == "inconclusive"  # d = 0.3, -0.15: undecided
+    assert _verdict_of([1.02, 1.12], [1.0, 1.1]) == "violated"  # 2% worse on both seeds, exactly
+    assert _verdict_of([float("inf")] * 2, [1.0, 1.1]) == "violated"  # diverged on every seed
+    assert _verdict_of([float("inf"), 1.2], [1.0, 1.1]) == "inconclusive"
+    assert _verdict_of([1.2], [1.0]) == "inconclusive"  # one seed: no spread to judge by
+    assert _verdict_of([1.005], [1.0]) == "holds"
 
 
 @pytest.mark.parametrize(

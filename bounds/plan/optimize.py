@@ -46,7 +46,16 @@ from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
 from bounds.result import Result
 
-__all__ = ["ALIASES", "BOUNDS", "CostModel", "OptimizeResult", "budget_grid", "optimize_dfl", "pick"]
+__all__ = [
+    "ALIASES",
+    "BOUNDS",
+    "CostModel",
+    "OptimizeResult",
+    "budget_grid",
+    "grid_edge_notes",
+    "optimize_dfl",
+    "pick",
+]
 
 BOUNDS = ("repaired", "non-iid", "paper", "corrected")
 ALIASES = {"proposition1": "paper"}
@@ -289,12 +298,24 @@ def optimize_dfl(
     notes = [REFUTED[bound]] if bound in REFUTED else []
     if at["eta"] >= at["eta_max"]:
         notes.append("the best eta is at eta_max: the step-size condition binds")
+    notes += grid_edge_notes(at["tau1"], at["tau2"], int(tau1.max()), int(tau2.max()))
     message = "; ".join(notes)
     return OptimizeResult(
         tau1=at["tau1"], tau2=at["tau2"], eta=at["eta"], bound=at["bound"], rounds=at["rounds"],
         steps=at["steps"], time=at["time"], eta_max=at["eta_max"], runners_up=cells, success=True,
         message=message, grid=grid,
     )  # fmt: skip
+
+
+def grid_edge_notes(tau1: int, tau2: int, max_tau1: int, max_tau2: int) -> list[str]:
+    """Notes where the best (tau1, tau2) lies on the grid's far edge, so that a larger grid may hold a better
+    one (a probe: tau2 = 10 at --max-tau2 10 was 23 at 100, with a smaller bound; none said so)."""
+    return [
+        f"the best {name} = {value} is the grid's largest (--max-{name.replace('_', '-')} {top}): a larger "
+        "grid may hold a better one"
+        for name, value, top in (("tau1", tau1, max_tau1), ("tau2", tau2, max_tau2))
+        if value == top and top > 1
+    ]
 
 
 def budget_grid(
