@@ -42,7 +42,7 @@ def test_grid_equals_each_cell_run_alone(monkeypatch: pytest.MonkeyPatch, proble
     monkeypatch.setattr(rp, "_data", lambda samples: (X, y))
     rows, _ = rp._grid(problem, quick=True)
     _, f_inf, loss, grad = (rp._least_squares if problem == "lstsq" else rp._logistic)(X, y)
-    cells = list(itertools.product([1, 2], [1, 2, 4, 8], [5, 50], [1.0, 0.25]))
+    cells = list(itertools.product([1, 2], [1, 2, 4, 8], [5, 50, 200], [1.0, 0.25]))
     assert len(rows) == len(cells)
     for row, (tau1, tau2, K, frac) in zip(rows, cells, strict=True):
         c = row["cell"]
