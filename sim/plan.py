@@ -63,7 +63,10 @@ from sim.run_folder import (
 from sim.runner import run
 from sim.setup import prepare
 
-__all__ = ["ESTIMATION_FIELDS", "PlanSettings", "estimate_constants", "plan", "problem_key"]
+__all__ = [
+    "ESTIMATION_FIELDS", "PlanSettings", "estimate_constants", "heterogeneity_resolved", "plan",
+    "problem_key", "regret_test", "verdict",
+]  # fmt: skip
 
 ESTIMATION_FIELDS = ("L", "sigma2", "heterogeneity", "gap", "estimate_samples", "hessian_iters")
 """The PlanSettings fields the constants depend on (the others only rank and choose)."""
@@ -219,7 +222,7 @@ def _dfl_grid(
 ) -> tuple[pd.DataFrame, str]:
     bound = settings.bound
     if bound == "auto":
-        bound = "non-iid" if constants["heterogeneity"] > 0 else "repaired"
+        bound = "non-iid" if heterogeneity_resolved(constants, settings) else "repaired"
     result = optimize_dfl(
         L=constants["L"], sigma2=constants["sigma2"], N=config.nodes, gap=constants["gap"],
         zeta=constants["zeta"], cost=CostModel(config.t_comp, config.t_comm),
@@ -231,6 +234,16 @@ def _dfl_grid(
         raise InputError(f"no configuration to plan: {result.message}")
     grid = result.grid_frame().assign(compressor=config.compressor, parameter=config.compressor_param)
     return grid, bound
+
+
+def heterogeneity_resolved(constants: dict[str, Any], settings: PlanSettings) -> bool:
+    """Whether varsigma^2 is there to plan with: given (> 0), or estimated above the sampling noise the
+    estimate had subtracted (below it the sign of the noise chose the bound: i.i.d. data planned with the
+    non-i.i.d. bound at varsigma^2 = 0.56 against a noise of 9.65, a probe)."""
+    if settings.heterogeneity is not None:
+        return constants["heterogeneity"] > 0
+    noise = constants.get("estimated", {}).get("heterogeneity_sampling_noise", 0.0)
+    return bool(constants["heterogeneity"] > max(noise, 0.0))
 
 
 def _cdfl_grid(config: RunConfig, settings: PlanSettings, constants: dict[str, Any]) -> pd.DataFrame:
@@ -598,7 +611,7 @@ def _plan_in(
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
-        "notes": "; ".join(_notes(first, settings, bound)),
+        "notes": "; ".join(_notes(first, settings, bound, constants)),
         "regret_test": {k: v for k, v in test.items() if k != "verdict"},
         "constants": constants,
         "budget_seconds": settings.budget_seconds,
@@ -614,10 +627,15 @@ def _plan_in(
     return result
 
 
-def _notes(chosen: pd.Series, settings: PlanSettings, bound: str) -> list[str]:
+def _notes(chosen: pd.Series, settings: PlanSettings, bound: str, constants: dict[str, Any]) -> list[str]:
     """What a reader of the plan's result should know (a probe found the optimiser's notes dropped): a
     refuted bound, a choice on the grid's edge, and what the training check compares."""
     notes = [REFUTED[bound]] if bound in REFUTED else []
+    if settings.bound == "auto" and bound == "repaired" and constants["heterogeneity"] > 0:
+        notes.append(
+            f"the estimated heterogeneity varsigma^2 = {constants['heterogeneity']:.3g} is within its "
+            "sampling noise, so the i.i.d. repair ranks (--bound non-iid, or --heterogeneity, to use it)"
+        )
     notes += grid_edge_notes(int(chosen["tau1"]), int(chosen["tau2"]), settings.max_tau1, settings.max_tau2)
     if settings.eta is None and "cdfl" not in bound:
         notes.append(

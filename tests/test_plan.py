@@ -351,3 +351,19 @@ def test_simulations_of_close_etas_get_folders_of_their_own(tmp_path) -> None:
     (legacy / "config.json").write_text(json.dumps({"eta": eta}))
     assert _simulation_folder(tmp_path, name, eta, 40, 0) == legacy  # its checkpoint continues there
     assert _simulation_folder(tmp_path, name, 0.020741, 40, 0).name == f"{name}-eta=0.020741-steps=40-seed=0"
+
+
+def test_auto_plans_with_the_heterogeneity_only_where_the_estimate_resolves_it() -> None:
+    """i.i.d. data planned with the non-i.i.d. bound at varsigma^2 = 0.56 against the 9.65 of sampling
+    noise its estimate had subtracted: the noise's sign chose the bound (a probe)."""
+    from sim.plan import heterogeneity_resolved
+
+    def constants(v2: float, noise: float) -> dict:
+        return {"heterogeneity": v2, "estimated": {"heterogeneity_sampling_noise": noise}}
+
+    estimated = PlanSettings(budget_seconds=10)
+    assert not heterogeneity_resolved(constants(0.562, 9.65), estimated)
+    assert heterogeneity_resolved(constants(34.5, 3.0), estimated)
+    assert not heterogeneity_resolved(constants(0.0, 0.0), estimated)
+    given = PlanSettings(budget_seconds=10, heterogeneity=0.5)  # the user's value is taken as given
+    assert heterogeneity_resolved(constants(0.5, 9.65), given)
