@@ -104,8 +104,9 @@ def _solve(top: str, C: Any, c: Cell) -> dict[str, Any]:
 @check(
     "tightness",
     "Proposition 1 and our repairs (tightness, not in the paper)",
-    "The repaired, heterogeneity-aware bound is at least the exact worst case of deterministic DFL, and "
-    "how far above it sits (and the paper's Proposition 1 against the worst case of its own left side).",
+    "The repaired, heterogeneity-aware bound is at least the exact worst case of deterministic DFL (the "
+    "verdict), and how far above it sits (reported, not judged: no factor is claimed; and the paper's "
+    "Proposition 1 against the worst case of its own left side).",
     "Performance estimation (PEPit SDPs, Clarabel) of deterministic DFL on small instances: N = 4 (quick) "
     "or 3-4 (full), ring / path / complete, K = 2, tau1 and tau2 up to 2 (quick) or 4 (full), varsigma^2 "
     "in {0, 0.5} (quick) or {0, 0.1, 1}, eta the repair's largest step; true quadratic instances from below",
