@@ -611,7 +611,7 @@ def _plan_in(
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
-        "notes": "; ".join(_notes(first, settings, bound, constants)),
+        "notes": "; ".join(_notes(first, settings, bound, constants, test)),
         "regret_test": {k: v for k, v in test.items() if k != "verdict"},
         "constants": constants,
         "budget_seconds": settings.budget_seconds,
@@ -627,10 +627,18 @@ def _plan_in(
     return result
 
 
-def _notes(chosen: pd.Series, settings: PlanSettings, bound: str, constants: dict[str, Any]) -> list[str]:
+def _notes(
+    chosen: pd.Series, settings: PlanSettings, bound: str, constants: dict[str, Any], test: dict[str, Any]
+) -> list[str]:
     """What a reader of the plan's result should know (a probe found the optimiser's notes dropped): a
-    refuted bound, a choice on the grid's edge, and what the training check compares."""
+    refuted bound, a choice on the grid's edge, what the training check compares, and where too few seeds
+    left the verdict open."""
     notes = [REFUTED[bound]] if bound in REFUTED else []
+    if test["verdict"] == "inconclusive" and settings.seeds < 3:
+        notes.append(
+            f"with {settings.seeds} seed(s) the paired regret test decides only differences that the seeds "
+            "agree on closely (Student's t with 1 degree of freedom, or none): --seeds 3 or more resolve more"
+        )
     if settings.bound == "auto" and bound == "repaired" and constants["heterogeneity"] > 0:
         notes.append(
             f"the estimated heterogeneity varsigma^2 = {constants['heterogeneity']:.3g} is within its "
