@@ -260,6 +260,13 @@ def _steps_for(local_steps: int, tau1: int, tau2: int) -> int:
     return (local_steps // tau1) * (tau1 + tau2)
 
 
+def _rounds_between_logs(local: int) -> int:
+    """Rounds of tau = (4, 4) between the logged rows of a run of ``local`` local steps: about ten rows. Fig.
+    8 logs its runs (one T) every as many steps as Fig. 7 logs tau2 = 4's, so that run is one run of both (a
+    review: the alignment had made it two)."""
+    return max(1, (local // 4) // 10)
+
+
 def _fig7_configs(local: int, tau2s: list[int], same_total: bool, **base: Any) -> dict[str, dict[str, Any]]:
     """Fig. 7's runs on one data set / topology, both readings (tau1 = 4), logged where the runs they compare
     are at one x: every k rounds of tau2 = 4 (k = rounds // 10), the same steps t for every run of reading
@@ -267,7 +274,7 @@ def _fig7_configs(local: int, tau2s: list[int], same_total: bool, **base: Any) -
     T // 10 steps, reading B's runs were at different local steps in the last three rows its final loss
     averages: tau2 = 4 about 4 local steps earlier in --quick, 100 in --full, a check that judged an effect
     of where the logs fell, an audit.) tau2 = 4 is one run in both readings."""
-    k = max(1, (local // 4) // 10)  # rounds between logged rows: about ten of them
+    k = _rounds_between_logs(local)
     totals = {t: _steps_for(local, 4, 4) for t in tau2s} if same_total else {}
     configs = {
         f"T tau2={t}": {**base, "tau1": 4, "tau2": t, "steps": s, "log_every": k * 8}
@@ -489,9 +496,12 @@ def fig8(ctx: CheckContext, best_first: tuple[str, ...]) -> Outcome:
 
 
 def _fig8_configs(ctx: CheckContext) -> dict[str, Any]:
-    steps = _steps_for(_settings(ctx.quick)["local_steps"], 4, 4)
-    configs = {"sync": {"algorithm": "sync", "steps": steps}}
-    return configs | {f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps} for t in (1, 4, 10)}
+    local = _settings(ctx.quick)["local_steps"]
+    steps, every = _steps_for(local, 4, 4), 8 * _rounds_between_logs(local)  # (the same t for every run)
+    configs = {"sync": {"algorithm": "sync", "steps": steps, "log_every": every}}
+    return configs | {
+        f"tau1={t}": {"tau1": t, "tau2": 4, "steps": steps, "log_every": every} for t in (1, 4, 10)
+    }
 
 
 @check(

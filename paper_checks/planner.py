@@ -102,14 +102,13 @@ def _planned(ctx: CheckContext, score: Callable[[np.ndarray], np.ndarray], eta: 
 
 def _regret_text(test: dict[str, Any]) -> str:
     """How the verdict was reached (:func:`sim.plan.regret_test`)."""
+    against = (
+        f"against every other configuration, paired over {test['seeds']} seeds, its regret's confidence "
+        f"bounds reach {test['lower']:.3g}..{test['upper']:.3g}; the floor (1% of the best's loss) is "
+        f"{test['floor']:.3g}."
+    )
     if test["paired_regret"] == 0:
-        return "The choice is the best measured."
-    if not test["seeds"] or not np.isfinite(test["paired_regret"]):
-        return f"Its paired regret is {test['paired_regret']:.3g} over {test['seeds']} seeds (diverged?)."
-    bounds = (
-        f", confidence bounds {test['lower']:.3g}..{test['upper']:.3g}" if np.isfinite(test["lower"]) else ""
-    )
-    return (
-        f"Paired over {test['seeds']} seeds, its loss exceeds the best's by {test['paired_regret']:.3g} on "
-        f"average{bounds}; the floor (1% of the best's loss) is {test['floor']:.3g}."
-    )
+        return f"The choice is the best measured; {against}"
+    if not np.isfinite(test["paired_regret"]):
+        return f"Its paired regret is {test['paired_regret']:.3g} (diverged?); {against}"
+    return f"Its loss exceeds the best's by {test['paired_regret']:.3g} on average; {against}"

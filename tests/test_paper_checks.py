@@ -618,3 +618,13 @@ def test_fig10_wallclock_gain_of_two_runs_on_one_curve_is_no_gain(decay: float) 
     for claim in (("rand_k", "DFL"), ("DFL", "rand_k")):
         out = experiments._wallclock_gains(curves, 1.0, (claim,), family=14)
         assert out["pairs"][0]["verdict"] == "inconclusive", (claim, out["gains"]["40%"])
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_fig7_and_fig8_share_their_common_run(quick: bool) -> None:
+    """tau = (4, 4) on the ring at one T is a run of Fig. 7 and of Fig. 8: one cached run for both (aligning
+    Fig. 7's logs had made it two, 3 more seeds of 3,000 CNN steps in --full; a review)."""
+    from paper_checks.context import CheckContext
+
+    ctx = CheckContext(quick=quick)
+    assert experiments._fig7_mnist_configs(ctx)["T tau2=4"] == experiments._fig8_configs(ctx)["tau1=4"]
