@@ -19,11 +19,11 @@ def test_only_beside_a_device() -> None:
 
 
 def test_the_checks_read_the_joint_sweeps_runs_and_give_the_same_verdicts(tmp_path, monkeypatch) -> None:
-    """Fig. 8's and Fig. 10's runs as one sweep (DFL at tau1 = tau2 = 4, which both plan, once), then the
-    checks simulate nothing (run and run_sweep raise if called) and judge as they do from their own sweeps,
-    up to float rounding."""
+    """Fig. 7's and Fig. 8's runs as one sweep (DFL at tau1 = tau2 = 4 on the ring, which both plan, once;
+    Fig. 10's DFL run logs 40 rows, a run of its own since 2026-11-29), then the checks simulate nothing (run
+    and run_sweep raise if called) and judge as they do from their own sweeps, up to float rounding."""
     monkeypatch.setattr(experiments, "_settings", lambda quick: TINY)
-    figures = [CHECKS["fig8-tau1"], CHECKS["fig10-cdfl"]]
+    figures = [CHECKS["fig7-tau2"], CHECKS["fig8-tau1"]]
     alone = CheckContext(runs=tmp_path / "alone")
     expected = {chk.id: chk(alone) for chk in figures}
     joint = CheckContext(runs=tmp_path / "joint")
@@ -33,7 +33,7 @@ def test_the_checks_read_the_joint_sweeps_runs_and_give_the_same_verdicts(tmp_pa
     lines: list[str] = []
     presweep(figures, joint, lines.append)
     (line,) = lines
-    assert line.startswith(f"{len(planned)} runs of fig8-tau1, fig10-cdfl as one sweep")
+    assert line.startswith(f"{len(planned)} runs of fig7-tau2, fig8-tau1 as one sweep")
     assert not planned_by_run(figures, joint)  # every run is in the cache now
 
     def no_simulation(*args: object, **kwargs: object) -> None:
