@@ -477,8 +477,6 @@ def regret_test(table: pd.DataFrame, sims: pd.DataFrame) -> dict[str, Any]:
     of the time for one 1% worse among two configurations with 2 seeds, a review.) Returns the verdict, the
     mean of d against the best measured (``paired_regret``), the largest lower bound and the largest upper
     bound over j, the floor and the fewest paired seeds."""
-    from scipy import stats
-
     best = table["loss_mean"].idxmin()
     floor = REGRET_FLOOR * abs(float(table.loc[best, "loss_mean"]))
     losses = {i: _seed_losses(sims, row) for i, row in table.iterrows()}
@@ -493,7 +491,7 @@ def regret_test(table: pd.DataFrame, sims: pd.DataFrame) -> dict[str, Any]:
     for j in others:
         d = (chosen - losses[j]).dropna()
         out["seeds"] = min(out["seeds"], len(d))
-        lower, upper = _mean_bounds(d, stats, len(table))
+        lower, upper = _mean_bounds(d, len(table))
         out["lower"], out["upper"] = max(out["lower"], lower), max(out["upper"], upper)
         holds &= upper <= floor
         violated |= lower > floor
@@ -501,7 +499,7 @@ def regret_test(table: pd.DataFrame, sims: pd.DataFrame) -> dict[str, Any]:
     return out | {"verdict": verdict_}
 
 
-def _mean_bounds(d: pd.Series, stats: Any, configurations: int) -> tuple[float, float]:
+def _mean_bounds(d: pd.Series, configurations: int) -> tuple[float, float]:
     """(lower bound at REGRET_LEVEL / (configurations - 1), upper bound at REGRET_LEVEL) on the mean of the
     paired differences ``d``, one-sided Student t; (-inf, inf) where they say nothing (fewer than 2 seeds, or
     infinite differences of both signs or beside finite ones); both the value where d is the same on every
@@ -513,6 +511,8 @@ def _mean_bounds(d: pd.Series, stats: Any, configurations: int) -> tuple[float, 
         return float(values[0]), float(values[0])
     if not np.isfinite(values).all():
         return -np.inf, np.inf
+    from scipy import stats
+
     mean, se = float(values.mean()), float(values.std(ddof=1)) / math.sqrt(len(values))
     t_low = float(stats.t.ppf(1 - REGRET_LEVEL / max(1, configurations - 1), len(values) - 1))
     t_high = float(stats.t.ppf(1 - REGRET_LEVEL, len(values) - 1))
@@ -621,8 +621,9 @@ def _plan_in(
         current.append({**found[0], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]})
         if progress:
             progress(i, len(jobs), f"tau1={int(row['tau1'])} tau2={int(row['tau2'])} seed={seed}")
-    table = _summary_table(pd.DataFrame(current))
-    test = regret_test(table, pd.DataFrame(current))
+    sims = pd.DataFrame(current)
+    table = _summary_table(sims)
+    test = regret_test(table, sims)
     _atomic_csv(table, out / "table.csv")
     rho = float(spearmanr(table["bound_rank"], table["loss_mean"]).statistic) if len(table) > 2 else np.nan
     first = table.iloc[0]
