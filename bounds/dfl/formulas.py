@@ -92,6 +92,12 @@ def one_minus_power(zeta: Any, k: Any) -> Any:
     plain form for the rest (sympy, Fractions and ints exact, zeta <= 0)."""
     if not _floats(zeta):  # sympy, Fractions, ints: exact as they are
         return 1 - zeta**k
+    if np.ndim(zeta) == 0 and np.ndim(k) == 0:  # one number: the same ufuncs, without np.where's cost
+        z, power = np.float64(zeta), np.float64(k)  # (a brute-force grid made 122k calls at 13-22 us)
+        if z > 0:
+            with np.errstate(invalid="ignore"):  # (k = inf at zeta = 1: NaN, as the array form)
+                return 0.0 - np.expm1(power * np.log(z))
+        return 1.0 - np.power(z, power)
     zeta, k = np.asarray(zeta, dtype=np.float64), np.asarray(k, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):  # (zeta <= 0 takes the plain form)
         gap = 0.0 - np.expm1(k * np.log(np.where(zeta > 0, zeta, 1.0)))  # (-expm1 gave -0.0 at zeta = 1)
