@@ -487,8 +487,9 @@ MARKERS = ("o", "s", "^", "D")
 
 def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
     """``dfl-sim plan``: the bound's prediction against the measured final loss (seed spread as error
-    bars, the bound's choice marked), and the measured loss against the gossip steps each configuration
-    spends of the same budget, with its Pareto front (less communication and lower loss)."""
+    bars, the bound's choice marked; eta-scaled contenders have no prediction), and the measured loss
+    against the gossip steps each configuration spends of the same budget, with its Pareto front (less
+    communication and lower loss)."""
     chosen = table.iloc[0]
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     for group, marker in (("top", "o"), ("other", "s")):
@@ -498,7 +499,7 @@ def plan_figures(table: pd.DataFrame) -> dict[str, Figure]:
     label = f"bound's choice: tau1 = {int(chosen['tau1'])}, tau2 = {int(chosen['tau2'])}"
     point = ([chosen["bound"]], [chosen["loss_mean"]])
     ax.scatter(*point, s=160, facecolors="none", edgecolors="r", label=label)
-    for _, r in table.iterrows():
+    for _, r in table[np.isfinite(table["bound"].to_numpy(dtype=float))].iterrows():  # (eta-scaled: none)
         ax.annotate(f"({int(r['tau1'])},{int(r['tau2'])})", (r["bound"], r["loss_mean"]), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")  # fmt: skip
     ax.set_xscale("log")

@@ -246,7 +246,7 @@ def _cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
         budget_seconds=args.budget_seconds, top=args.top, others=args.others, seeds=args.seeds,
         bound=args.bound, eta=args.eta, max_tau1=args.max_tau1, max_tau2=args.max_tau2, L=args.L,
         sigma2=args.sigma2, heterogeneity=args.heterogeneity, gap=args.gap, budget_bits=args.budget_bits,
-        mu=args.mu, G2=args.G2,
+        mu=args.mu, G2=args.G2, eta_scales=tuple(args.eta_scales),
     )  # fmt: skip
     bar: list[Any] = []
 
@@ -474,6 +474,9 @@ def _parser() -> OneLineParser:
     pl.add_argument("--out", help="the plan's folder (default runs/plan): ranking, simulations, figures")
     pl.add_argument("--eta", type=float, help="a fixed learning rate: only (tau1, tau2) are ranked (default: "
                     "the bound's best eta for each cell)")  # fmt: skip
+    pl.add_argument("--eta-scales", type=float, nargs="+", default=(), metavar="S",
+                    help="also train each simulated configuration at these multiples of its eta, as "
+                    "contenders of the bound's choice (e.g. 0.3 3 10; default none)")  # fmt: skip
     budget = "modelled seconds per run: --t-comp per local step, --t-comm per gossip step"
     pl.add_argument("--budget-seconds", type=float, help=budget)
     bits = "C-DFL (--algorithm cdfl): bits each node may send; ranks by Lemma 13, needs --mu and --G2"

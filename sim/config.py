@@ -318,16 +318,25 @@ def check_field_types(instance: Any) -> None:
         if value is None and "None" in kinds:
             continue
         base = kinds[0]
-        ok = {
-            "str": isinstance(value, str),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "bool": isinstance(value, bool),
-            "float": isinstance(value, int | float) and not isinstance(value, bool) and _finite(value),
-        }[base]
+        if base == "tuple[float, ...]":  # (PlanSettings.eta_scales)
+            ok = isinstance(value, tuple) and all(_is_number(v) for v in value)
+        else:
+            ok = {
+                "str": isinstance(value, str),
+                "int": isinstance(value, int) and not isinstance(value, bool),
+                "bool": isinstance(value, bool),
+                "float": _is_number(value),
+            }[base]
         if not ok:
             expected = {"str": "a string", "int": "an integer", "bool": "true or false",
-                        "float": "a finite number"}[base]  # fmt: skip
+                        "float": "a finite number",
+                        "tuple[float, ...]": "a tuple of finite numbers"}[base]  # fmt: skip
             raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float, not a bool (True counted as 1)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
 
 
 def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:

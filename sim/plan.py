@@ -10,9 +10,12 @@
    heterogeneity term when varsigma^2 > 0 (``non-iid``).
 3. The validation: the ``top`` best cells and ``others`` cells spread over the rest of the feasible
    ranking (one drawn from each of ``others`` equal blocks, seeded) are trained under exactly the
-   budget (K whole rounds that fit it), with ``seeds`` seeds each; then the Spearman rank correlation
-   between bound and measured final training loss, and the regret of the bound's choice (its loss
-   minus the best measured loss) and its rank among the simulated configurations.
+   budget (K whole rounds that fit it), with ``seeds`` seeds each, and with ``eta_scales`` each of them
+   also at those multiples of its eta (contenders with no bound: the bound chose every other eta, so
+   without them the plan compares the bound's step sizes only with each other); then the Spearman rank
+   correlation between bound and measured final training loss (the ranked configurations), and the
+   regret of the bound's choice (its loss minus the best measured loss, contenders included), its rank
+   among the simulated configurations and the paired regret test (:func:`regret_test`).
 
 Every simulation writes its own run folder under ``out/runs``; ``out/simulations.csv`` holds one row per
 finished simulation, rewritten atomically after each, so an interrupted plan resumes where it stopped (a
@@ -93,6 +96,12 @@ class PlanSettings:
     budget_bits: float | None = None
     mu: float | None = None
     G2: float | None = None
+    eta_scales: tuple[float, ...] = ()
+
+    @property
+    def contender_scales(self) -> tuple[float, ...]:
+        """``eta_scales`` less 1 (the configuration itself, trained anyway), in increasing order."""
+        return tuple(sorted(float(s) for s in self.eta_scales if s != 1))
 
     @property
     def cdfl_bound(self) -> str:
@@ -130,10 +139,21 @@ class PlanSettings:
                 )
         if self.others < 0:
             raise InputError(f"others = {self.others!r} is out of range (expected an integer >= 0)")
-        if self.top + self.others < 2:  # one configuration: a ranking of one, Spearman NaN, said to hold
+        scales = self.contender_scales
+        if (self.top + self.others) * (1 + len(scales)) < 2:  # one configuration: Spearman NaN, said to hold
             raise InputError(
                 f"top = {self.top} and others = {self.others} train one configuration (expected top + others "
-                ">= 2: the plan compares the bound's ranking with training)"
+                ">= 2, or eta_scales: the plan compares the bound's choice with other configurations)"
+            )
+        for value in self.eta_scales:
+            if not value > 0:
+                raise InputError(f"eta_scales holds {value!r}, out of range (expected numbers > 0)")
+        if len(set(self.eta_scales)) < len(self.eta_scales):
+            raise InputError(f"eta_scales = {self.eta_scales!r} repeats a value (expected each scale once)")
+        if algorithm == "cdfl" and scales:  # eta_0 of Lemma 13's schedule is tied to mu and its a
+            raise InputError(
+                f"eta_scales = {self.eta_scales!r} cannot scale a C-DFL plan's schedule (expected them left "
+                "out: Lemma 13's eta_k = 4 / (mu (a + k)))"
             )
         if self.estimate_samples < 2:
             raise InputError(f"estimate_samples = {self.estimate_samples!r} is out of range (expected >= 2)")
@@ -272,6 +292,21 @@ def _choose(ranking: pd.DataFrame, settings: PlanSettings, seed: int) -> pd.Data
     blocks = np.array_split(np.arange(len(rest)), settings.others) if settings.others else []
     picks = [int(rng.choice(block)) for block in blocks if len(block)]
     return pd.concat([top, rest.iloc[picks].assign(group="other")]).reset_index(names="bound_rank")
+
+
+def _with_eta_scales(chosen: pd.DataFrame, scales: tuple[float, ...]) -> pd.DataFrame:
+    """``chosen`` (eta_scale 1) and, after each row, the same configuration at eta x each of ``scales``
+    (group ``eta-scaled``, no bound: the bound ranks the eta it chose, these are what training compares it
+    with: without them the plan compared the bound's etas with each other, while on the README's CNN plan
+    at t_comm / t_comp = 10 its choice trains to 2.14 and another configuration at 30x its eta to 0.68)."""
+    rows: list[dict[str, Any]] = []
+    for row in chosen.to_dict("records"):
+        rows.append({**row, "eta_scale": 1.0})
+        rows += [
+            {**row, "eta": row["eta"] * scale, "bound": np.nan, "group": "eta-scaled", "eta_scale": scale}
+            for scale in scales
+        ]
+    return pd.DataFrame(rows)
 
 
 def _parameter(value: Any) -> float | None:
@@ -434,14 +469,21 @@ CONFIGURATION = ["compressor", "parameter", "tau1", "tau2", "eta"]
 
 
 def _summary_table(sims: pd.DataFrame) -> pd.DataFrame:
+    """One row a configuration, in the ranking's order (the choice first; each configuration's eta-scaled
+    contenders after it), with its seeds' losses summarised and its measured rank among all rows."""
+    if "eta_scale" not in sims:  # (a table of the bound's etas alone)
+        sims = sims.assign(eta_scale=1.0)
     table = sims.groupby(CONFIGURATION, as_index=False, dropna=False).agg(
         bound=("bound", "first"), bound_rank=("bound_rank", "first"), group=("group", "first"),
+        eta_scale=("eta_scale", "first"),
         rounds=("rounds", "first"), steps=("steps", "first"), loss_mean=("loss", "mean"),
         loss_std=("loss", "std"), loss_min=("loss", "min"), loss_max=("loss", "max"),
         test_accuracy_mean=("test_accuracy", "mean"), test_accuracy_std=("test_accuracy", "std"),
         grad_norm2_mean=("grad_norm2", "mean"), seeds=("seed", "count"),
     )  # fmt: skip
-    table = table.sort_values("bound_rank").reset_index(drop=True)  # the ranking's order: choice first
+    scaled = table["eta_scale"] != 1
+    table = table.assign(_scaled=scaled).sort_values(["bound_rank", "_scaled", "eta_scale"], kind="stable")
+    table = table.drop(columns="_scaled").reset_index(drop=True)  # the ranking's order: choice first
     table["measured_rank"] = table["loss_mean"].rank(method="min").astype(int)
     return table.fillna({"loss_std": 0.0, "test_accuracy_std": 0.0})
 
@@ -539,11 +581,14 @@ def plan(
     settings: PlanSettings,
     progress: Callable[[int, int, str], None] | None = None,
     score: Callable[[np.ndarray], np.ndarray] | None = None,
+    eta_rule: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Rank by the bound, simulate the chosen configurations, and compare; see the module docstring.
 
     ``score``: what the ranking sorts by, ascending, as a function of the bound column (default: the
     bound itself); a test can hand a wrong one (e.g. minus the bound) to see the comparison fail.
+    ``eta_rule``: the eta each chosen configuration trains at, as a function of the ranking's eta column
+    (default: that eta; ``eta_scales`` multiply the rule's eta), for the same purpose.
     The folder is locked while the plan runs (a second plan or run into it is refused).
     """
     for name, value, kind in (("config", config, RunConfig), ("settings", settings, PlanSettings)):
@@ -569,7 +614,7 @@ def plan(
     out = writable_folder(config.out, "out")
     lock_folders([out])  # one plan at a time in a folder (sim.run_folder)
     try:
-        return _plan_in(out, config, settings, progress, score)
+        return _plan_in(out, config, settings, progress, score, eta_rule)
     finally:
         release_folders([out])
 
@@ -580,6 +625,7 @@ def _plan_in(
     settings: PlanSettings,
     progress: Callable[[int, int, str], None] | None,
     score: Callable[[np.ndarray], np.ndarray] | None,
+    eta_rule: Callable[[np.ndarray], np.ndarray] | None,
 ) -> dict[str, Any]:
     """:func:`plan` in its locked folder ``out``."""
     from scipy.stats import spearmanr
@@ -597,6 +643,12 @@ def _plan_in(
     ranking, bound = _ranking(config, settings, constants, score)
     _atomic_csv(ranking, out / "ranking.csv")
     chosen = _choose(ranking, settings, config.seed)
+    if eta_rule is not None:
+        etas = np.asarray(eta_rule(chosen["eta"].to_numpy(dtype=float)), dtype=float)
+        if etas.shape != (len(chosen),) or not np.all(np.isfinite(etas) & (etas > 0)):
+            raise InputError(f"eta_rule gave eta = {etas!r} (expected {len(chosen)} numbers > 0)")
+        chosen = chosen.assign(eta=etas)
+    chosen = _with_eta_scales(chosen, settings.contender_scales)
     path = out / "simulations.csv"
     records = _read_simulations(path)
     jobs = [
@@ -618,15 +670,18 @@ def _plan_in(
                 ) from None
             records += found
             _atomic_csv(pd.DataFrame(records), path)
-        current.append({**found[0], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]})
+        in_ranking = {"bound": row["bound"], "bound_rank": int(row["bound_rank"]) + 1, "group": row["group"]}
+        current.append({**found[0], **in_ranking, "eta_scale": row["eta_scale"]})
         if progress:
-            progress(i, len(jobs), f"tau1={int(row['tau1'])} tau2={int(row['tau2'])} seed={seed}")
+            label = f"tau1={int(row['tau1'])} tau2={int(row['tau2'])} eta={row['eta']:.3g} seed={seed}"
+            progress(i, len(jobs), label)
     sims = pd.DataFrame(current)
     table = _summary_table(sims)
     test = regret_test(table, sims)
     _atomic_csv(table, out / "table.csv")
-    rho = float(spearmanr(table["bound_rank"], table["loss_mean"]).statistic) if len(table) > 2 else np.nan
-    first = table.iloc[0]
+    ranked = table[table["eta_scale"] == 1]  # (the bound ranks its own etas, not the contenders')
+    rho = float(spearmanr(ranked["bound_rank"], ranked["loss_mean"]).statistic) if len(ranked) > 2 else np.nan
+    first, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]
     chosen_configuration: dict[str, Any] = {
         "tau1": int(first["tau1"]),
         "tau2": int(first["tau2"]),
@@ -643,17 +698,18 @@ def _plan_in(
         "spearman": rho,
         "regret": float(first["loss_mean"] - table["loss_mean"].min()),
         "chosen_rank": int(first["measured_rank"]),
+        "best_measured": {k: best[k] for k in ("tau1", "tau2", "eta", "eta_scale", "loss_mean")},
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
-        "notes": "; ".join(_notes(first, settings, bound, constants, test)),
+        "notes": "; ".join(_notes(first, best, settings, bound, constants, test)),
         "regret_test": {k: v for k, v in test.items() if k != "verdict"},
         "constants": constants,
         "budget_seconds": settings.budget_seconds,
         "budget_bits": settings.budget_bits,
         "t_comp": config.t_comp,
         "t_comm": config.t_comm,
-        "table": table.to_dict("records"),
+        "table": table.astype(object).where(table.notna(), None).to_dict("records"),  # NaN: null, not "nan"
         "out_dir": str(out),
     }
     result = jsonable(result)
@@ -663,11 +719,16 @@ def _plan_in(
 
 
 def _notes(
-    chosen: pd.Series, settings: PlanSettings, bound: str, constants: dict[str, Any], test: dict[str, Any]
+    chosen: pd.Series,
+    best: pd.Series,
+    settings: PlanSettings,
+    bound: str,
+    constants: dict[str, Any],
+    test: dict[str, Any],
 ) -> list[str]:
     """What a reader of the plan's result should know (a probe found the optimiser's notes dropped): a
-    refuted bound, a choice on the grid's edge, what the training check compares, and where too few seeds
-    left the verdict open."""
+    refuted bound, a choice on the grid's edge, what the training check compares, a contender at another
+    step size that trained better, and where too few seeds left the verdict open."""
     notes = [REFUTED[bound]] if bound in REFUTED else []
     if test["verdict"] == "inconclusive" and settings.seeds < 3:
         notes.append(
@@ -680,11 +741,17 @@ def _notes(
             "sampling noise, so the i.i.d. repair ranks (--bound non-iid, or --heterogeneity, to use it)"
         )
     notes += grid_edge_notes(int(chosen["tau1"]), int(chosen["tau2"]), settings.max_tau1, settings.max_tau2)
-    if settings.eta is None and "cdfl" not in bound:
+    if best["eta_scale"] != 1:
+        notes.append(
+            f"the best measured configuration is tau1 = {int(best['tau1'])}, tau2 = {int(best['tau2'])} at "
+            f"eta = {best['eta']:.3g} ({best['eta_scale']:g} x the eta it was ranked with): loss "
+            f"{best['loss_mean']:.4g} against the choice's {chosen['loss_mean']:.4g}"
+        )
+    if settings.eta is None and not settings.contender_scales and "cdfl" not in bound:
         notes.append(
             "each simulated configuration trains at the eta the bound chose for it: the verdict compares the "
-            "bound's choices with each other, not with other step sizes (a fixed --eta ranks the schedule "
-            "alone)"
+            "bound's choices with each other, not with other step sizes (--eta-scales 0.3 3 10 trains each "
+            "at those multiples of its eta too; a fixed --eta ranks the schedule alone)"
         )
     return notes
 

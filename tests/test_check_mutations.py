@@ -127,6 +127,8 @@ PAIRS: dict[str, tuple[Any, Any]] = {
     "planner-validation": (CHECKS["planner-validation"].statement, lambda bound: -bound),  # worst first
     # with eta fixed the bound's order is backwards on this problem (README Finding 10): reversed holds
     "planner-fixed-eta": (lambda bound: -bound, CHECKS["planner-fixed-eta"].statement),
+    # the bound's eta is 10x too small here: 10x it holds against 0.1x and 10x that (the fixture's scales)
+    "planner-eta": (lambda eta: 10 * eta, CHECKS["planner-eta"].statement),
     "tightness": (NON_IID_REPAIR, scaled(NON_IID_REPAIR, 0.3)),
 }
 
@@ -190,6 +192,7 @@ def cheap(monkeypatch, tmp_path):
     monkeypatch.setattr(heterogeneity_cnn, "_cnn_grid", lambda quick: cnn)
     fast_plan = planner._planner_grid(True) | {"budget_seconds": 80, "eval_samples": 300}
     monkeypatch.setattr(planner, "_planner_grid", lambda quick: fast_plan)
+    monkeypatch.setattr(planner, "ETA_SCALES", (0.1, 10.0))  # (0.3 .. 30: 10x and 30x tie within the floor)
     pep = {"N": [2], "topologies": ["complete", "path"], "tau1": [1, 2], "tau2": [1], "K": [1],
            "varsigma2": [0.0, 0.5], "L": 1.0, "gap": 1.0}  # fmt: skip
     monkeypatch.setattr(tightness, "_grid", lambda quick: pep)

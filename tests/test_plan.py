@@ -144,6 +144,50 @@ def test_fixed_eta_ranks_only_the_schedule(tiny, tmp_path) -> None:
     assert out["constants"]["L"] == 1.0 and out["constants"]["L_source"] == "given"
 
 
+def test_eta_scales_train_each_configuration_at_other_step_sizes_as_contenders(tiny, tmp_path) -> None:
+    """The bound's etas were compared only with each other (its choice 1.39 against 0.47 for a hand-tuned
+    eta on MNIST, a probe): each simulated configuration now also trains at eta x each scale, and the regret
+    test, measured rank and best measured configuration count those contenders; Spearman does not."""
+    settings = dataclasses.replace(SETTINGS, top=1, others=2, eta_scales=(1.0, 30.0, 0.1))
+    out = plan(_config(tiny, tmp_path), settings)
+    table = pd.DataFrame(out["table"])
+    assert len(table) == 9 and list(table["eta_scale"][:3]) == [1.0, 0.1, 30.0]  # the choice first
+    base = table[table["eta_scale"] == 1]
+    assert list(base["group"]) == ["top", "other", "other"] and base["bound"].is_monotonic_increasing
+    scaled = table[table["eta_scale"] != 1]
+    assert (scaled["group"] == "eta-scaled").all() and scaled["bound"].isna().all()  # null in the JSON
+    for _, row in scaled.iterrows():
+        own = base[(base["tau1"] == row["tau1"]) & (base["tau2"] == row["tau2"])].iloc[0]
+        assert row["eta"] == pytest.approx(own["eta"] * row["eta_scale"], rel=1e-12)
+        assert row["bound_rank"] == own["bound_rank"]
+    from scipy.stats import spearmanr
+
+    assert out["spearman"] == pytest.approx(spearmanr(base["bound_rank"], base["loss_mean"]).statistic)
+    best = table.loc[table["loss_mean"].idxmin()]
+    assert out["best_measured"]["eta"] == best["eta"] and out["simulated"] == 9
+    assert out["chosen_rank"] == int(table.iloc[0]["measured_rank"])
+    assert out["regret"] == pytest.approx(table.iloc[0]["loss_mean"] - best["loss_mean"])
+    assert ("the best measured configuration" in out["notes"]) == (best["eta_scale"] != 1)
+    assert "trains at the eta the bound chose for it" not in out["notes"]  # the contenders say it
+    sims = pd.read_csv(tmp_path / "plan" / "simulations.csv")
+    assert len(sims) == 18 and sims["eta"].nunique() == 9
+    again = plan(_config(tiny, tmp_path), dataclasses.replace(settings, eta_scales=(30.0,)))  # reused
+    assert len(pd.read_csv(tmp_path / "plan" / "simulations.csv")) == 18 and again["simulated"] == 6
+
+
+def test_a_contender_that_trains_better_turns_the_verdict(tiny, tmp_path) -> None:
+    """The bound's eta against itself at 0.01x: a far smaller step trains worse on every seed, so the
+    choice is not beaten; handed 0.01x the bound's eta as the rule, 100x it (the bound's) beats it."""
+    settings = dataclasses.replace(SETTINGS, top=1, others=0, seeds=3, eta_scales=(0.01,))
+    held = plan(_config(tiny, tmp_path), settings)
+    assert held["verdict"] == "holds", held["regret_test"]
+    upside = dataclasses.replace(settings, eta_scales=(100.0,))
+    out = plan(_config(tiny, tmp_path, out=str(tmp_path / "p2")), upside, eta_rule=lambda eta: 0.01 * eta)
+    assert out["verdict"] == "violated" and out["best_measured"]["eta_scale"] == 100.0, out["regret_test"]
+    with pytest.raises(InputError, match=r"eta_rule gave eta = .*nan.* \(expected 1 numbers > 0\)"):
+        plan(_config(tiny, tmp_path, out=str(tmp_path / "p3")), upside, eta_rule=lambda eta: eta * np.nan)
+
+
 def _verdict_of(chosen: list[float], best: list[float], others: int = 2) -> str:
     """verdict() for a choice and the best with these per-seed losses (seed s paired), among ``others``
     worse configurations."""
@@ -189,6 +233,7 @@ def test_verdict_judges_the_paired_regret_and_can_hold_fail_and_be_undecided() -
         (["--budget-seconds", "10", "--top", "0"], "top = 0"),
         (["--budget-seconds", "10", "--bound", "best"], "bound = 'best'"),
         (["--budget-seconds", "10", "--L", "0"], "L = 0"),
+        (["--budget-seconds", "10", "--eta-scales", "3", "0"], "eta_scales holds 0.0, out of range"),
         # it named lr_schedule, which plan has no flag for
         (
             ["--budget-seconds", "10", "--mu", "0.1"],
@@ -294,6 +339,13 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
         ("dfl", {"budget_seconds": 20, "seeds": True}, "seeds = True has the wrong type"),
         ("dfl", {"budget_seconds": "20"}, "budget_seconds = '20' has the wrong type (expected a finite"),
         ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": float("inf")}, "G2 = inf has the wrong type"),
+        ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, -1.0)}, "eta_scales holds -1.0, out of range"),
+        ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, 3)}, "eta_scales = (3.0, 3) repeats a value"),
+        ("dfl", {"budget_seconds": 20, "eta_scales": [3.0]}, "eta_scales = [3.0] has the wrong type"),
+        ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, True)}, "expected a tuple of finite numbers"),
+        ("dfl", {"budget_seconds": 20, "eta_scales": (float("nan"),)}, "eta_scales = (nan,) has the wrong"),
+        ("dfl", {"budget_seconds": 20, "top": 1, "others": 0, "eta_scales": (1.0,)}, "one configuration"),
+        ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": 1.0, "eta_scales": (3.0,)}, "cannot scale a C-DFL"),
     ],
 )
 def test_plan_settings_without_effect_or_comparison_are_refused(algorithm, settings, fragment) -> None:
