@@ -331,12 +331,26 @@ def check_field_types(instance: Any) -> None:
             expected = {"str": "a string", "int": "an integer", "bool": "true or false",
                         "float": "a finite number",
                         "tuple[float, ...]": "a tuple of finite numbers"}[base]  # fmt: skip
-            raise InputError(f"{f.name} = {value!r} has the wrong type (expected {expected})")
+            numbers = value if isinstance(value, tuple) and base != "float" else (value,)
+            # (inf "had the wrong type"; topology = 5 has it)
+            finite_only = base.startswith(("float", "tuple")) and all(_is_real(v) for v in numbers)
+            problem = "is not finite" if finite_only else "has the wrong type"
+            shown = (
+                repr(value)
+                if len(repr(value)) <= 80
+                else f"{repr(value)[:60]}... ({len(repr(value))} characters)"
+            )
+            raise InputError(f"{f.name} = {shown} {problem} (expected {expected})")
+
+
+def _is_real(value: Any) -> bool:
+    """An int or float, not a bool (True counted as 1)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _is_number(value: Any) -> bool:
-    """A finite int or float, not a bool (True counted as 1)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
+    """A finite int or float, not a bool."""
+    return _is_real(value) and _finite(value)
 
 
 def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]:
