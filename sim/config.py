@@ -33,6 +33,7 @@ __all__ = [
     "RunConfig",
     "check_device",
     "check_field_types",
+    "check_float32_step",
     "config_file_values",
     "fields_once",
     "fingerprint",
@@ -56,7 +57,7 @@ PLAN_CHOOSES = ("tau1", "tau2", "eta", "lr_schedule", "a", "gamma", "compressor"
 """The fields ``dfl-sim plan`` (:mod:`sim.plan`) sets for each simulated configuration (not the user's)."""
 
 
-def _check_float32_step(what: str, eta: float) -> None:
+def check_float32_step(what: str, eta: float) -> None:
     """InputError unless the step eta is a finite number above 0 in float32, the precision the models train
     in: ``what`` names it (eta = 1e-46 trained nothing, in silence)."""
     with np.errstate(over="ignore"):
@@ -144,7 +145,7 @@ class RunConfig:
             value = getattr(self, name)
             if not value > 0:
                 raise InputError(f"{name} = {value!r} is out of range (expected a number > 0)")
-        _check_float32_step(f"eta = {self.eta!r}", self.eta)
+        check_float32_step(f"eta = {self.eta!r}", self.eta)
         if not 0 < self.gamma <= 1:
             raise InputError(f"gamma = {self.gamma!r} is out of range (expected 0 < gamma <= 1)")
         if self.latency is not None and self.latency < 0:
@@ -203,7 +204,7 @@ class RunConfig:
                 raise InputError("lr_schedule 'cdfl' (eta_k = 4 / (mu (a + k))) needs mu > 0 and a > 0")
             product = self.mu * self.a  # its largest step, eta_0 (mu = a = 1e-300: ZeroDivisionError mid-run)
             eta_0 = 4.0 / product if product > 0 else math.inf
-            _check_float32_step(
+            check_float32_step(
                 f"lr_schedule 'cdfl' with mu = {self.mu!r}, a = {self.a!r}: eta_0 = 4 / (mu a)", eta_0
             )
         if not algorithm(self.algorithm).compressed and self.compressor != "identity":

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import itertools
 import json
 import math
 import sys
@@ -49,7 +50,7 @@ from bounds.plan.cost import CostModel
 from bounds.plan.optimize import REFUTED, budget_grid, grid_edge_notes, optimize_dfl
 from bounds.plan.optimize_cdfl import CDFL_BOUNDS, optimize_cdfl
 from bounds.serialize import jsonable
-from sim.config import PLAN_CHOOSES, RunConfig, check_field_types, fingerprint
+from sim.config import PLAN_CHOOSES, RunConfig, check_field_types, check_float32_step, fingerprint
 from sim.errors import ResumeSettingsDiffer, RunInterrupted
 from sim.estimates import gradient_moments, hessian_norm, node_samples, noise_and_heterogeneity
 from sim.grid import finished_summary
@@ -148,8 +149,14 @@ class PlanSettings:
         for value in self.eta_scales:
             if not value > 0:
                 raise InputError(f"eta_scales holds {value!r}, out of range (expected numbers > 0)")
-        if len(set(self.eta_scales)) < len(self.eta_scales):
-            raise InputError(f"eta_scales = {self.eta_scales!r} repeats a value (expected each scale once)")
+        values = sorted({1.0, *self.eta_scales})  # (1: the configuration itself)
+        if len(set(self.eta_scales)) < len(self.eta_scales) or any(
+            math.isclose(a, b, rel_tol=ETA_RTOL) for a, b in itertools.pairwise(values)
+        ):  # (3 and 3.0000000000001 shared one simulation, counted as two seeds of one row, a review)
+            raise InputError(
+                f"eta_scales = {self.eta_scales!r} repeats a value, or 1, to within {ETA_RTOL:g} (expected "
+                "each scale once: a simulation is the same one at etas that close)"
+            )
         if algorithm == "cdfl" and scales:  # eta_0 of Lemma 13's schedule is tied to mu and its a
             raise InputError(
                 f"eta_scales = {self.eta_scales!r} cannot scale a C-DFL plan's schedule (expected them left "
@@ -473,6 +480,7 @@ def _summary_table(sims: pd.DataFrame) -> pd.DataFrame:
     contenders after it), with its seeds' losses summarised and its measured rank among all rows."""
     if "eta_scale" not in sims:  # (a table of the bound's etas alone)
         sims = sims.assign(eta_scale=1.0)
+    sims = sims.assign(loss=_final_losses(sims))  # a diverged run's recorded 0.0 was the best measured
     table = sims.groupby(CONFIGURATION, as_index=False, dropna=False).agg(
         bound=("bound", "first"), bound_rank=("bound_rank", "first"), group=("group", "first"),
         eta_scale=("eta_scale", "first"),
@@ -570,10 +578,17 @@ def _seed_losses(sims: pd.DataFrame, configuration: pd.Series) -> pd.Series:
         column, value = sims[key], configuration[key]
         same &= (column.isna().to_numpy() & bool(pd.isna(value))) | (column == value).to_numpy()
     rows = sims[same]
-    loss = pd.to_numeric(rows["loss"], errors="coerce")
-    if "diverged" in rows:
-        loss = loss.where(~rows["diverged"].astype(str).str.lower().isin(["true", "1"]), np.inf)
-    return loss.fillna(np.inf).groupby(rows["seed"]).mean()
+    return _final_losses(rows).groupby(rows["seed"]).mean()
+
+
+def _final_losses(sims: pd.DataFrame) -> pd.Series:
+    """The simulations' final losses, +inf where one diverged (its row has no loss, or the loss of the model
+    it stopped at: 0.0 for a run stopped at step 5 ranked it the best measured, and a NaN stopped the
+    table, a review)."""
+    loss = pd.to_numeric(sims["loss"], errors="coerce")
+    if "diverged" in sims:
+        loss = loss.where(~sims["diverged"].astype(str).str.lower().isin(["true", "1"]), np.inf)
+    return loss.fillna(np.inf)
 
 
 def plan(
@@ -649,6 +664,9 @@ def _plan_in(
             raise InputError(f"eta_rule gave eta = {etas!r} (expected {len(chosen)} numbers > 0)")
         chosen = chosen.assign(eta=etas)
     chosen = _with_eta_scales(chosen, settings.contender_scales)
+    for row in chosen.itertuples():  # before any simulation: 1e308 x eta stopped the plan after the first
+        scaled = f" ({row.eta_scale:g} x the eta of tau1 = {row.tau1}, tau2 = {row.tau2}: eta_scales)"
+        check_float32_step(f"eta = {row.eta:.3g}{scaled if row.eta_scale != 1 else ''}", row.eta)
     path = out / "simulations.csv"
     records = _read_simulations(path)
     jobs = [

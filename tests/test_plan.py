@@ -188,6 +188,57 @@ def test_a_contender_that_trains_better_turns_the_verdict(tiny, tmp_path) -> Non
         plan(_config(tiny, tmp_path, out=str(tmp_path / "p3")), upside, eta_rule=lambda eta: eta * np.nan)
 
 
+def _simulations(losses: dict[float, list[float]], diverged: tuple[float, ...] = ()) -> pd.DataFrame:
+    """simulations.csv's rows for one cell at several etas (eta: its losses by seed; the first eta is the
+    choice), ``diverged`` the etas whose runs diverged."""
+    rows = [
+        {
+            "compressor": "identity",
+            "parameter": np.nan,
+            "tau1": 1,
+            "tau2": 3,
+            "eta": eta,
+            "seed": seed,
+            "bound": 3.0 if i == 0 else np.nan,
+            "bound_rank": 1,
+            "group": "top" if i == 0 else "eta-scaled",
+            "steps": 20,
+            "rounds": 5,
+            "loss": loss,
+            "test_accuracy": 0.9,
+            "grad_norm2": 0.1,
+            "diverged": eta in diverged,
+            "eta_scale": eta / next(iter(losses)),
+        }
+        for i, (eta, seeds) in enumerate(losses.items())
+        for seed, loss in enumerate(seeds)
+    ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("recorded", [0.0, np.nan])
+def test_a_diverged_contender_is_never_the_best_measured(recorded: float) -> None:
+    """A contender at 1e6 x eta stopped at step 5 with the loss of its model then, 0.0: it was the best
+    measured (rank 1, the floor 0, a choice within 1% of another contender 'violated'); with NaN the table
+    raised IntCastingNaNError (a review)."""
+    base = [1.00, 1.02, 0.98, 1.01]
+    sims = _simulations({0.1: base, 0.12: [b - 0.003 for b in base], 1e5: [recorded] * 4}, diverged=(1e5,))
+    table = _summary_table(sims)
+    assert list(table["measured_rank"]) == [2, 1, 3] and table["loss_mean"].iloc[2] == np.inf
+    test = plan_module.regret_test(table, sims)
+    assert test["verdict"] == "holds" and test["floor"] == pytest.approx(0.01 * (1.0025 - 0.003)), test
+
+
+def test_eta_scales_leaving_float32_are_refused_before_any_simulation(tiny, tmp_path) -> None:
+    """1e308 x eta stopped the plan after its first simulation, naming eta, not the scales (a review)."""
+    for scale, shown in ((1e308, "is inf in float32"), (1e-50, "is 0 in float32")):
+        settings = dataclasses.replace(SETTINGS, top=1, others=1, eta_scales=(scale,))
+        out = tmp_path / f"p{scale:g}"
+        with pytest.raises(InputError, match=f"x the eta of tau1 = .*: eta_scales\\) {shown}"):
+            plan(_config(tiny, tmp_path, out=str(out)), settings)
+        assert not (out / "runs").exists()
+
+
 def _verdict_of(chosen: list[float], best: list[float], others: int = 2) -> str:
     """verdict() for a choice and the best with these per-seed losses (seed s paired), among ``others``
     worse configurations."""
@@ -341,6 +392,13 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
         ("cdfl", {"budget_bits": 1e5, "mu": 0.1, "G2": float("inf")}, "G2 = inf is not finite (expected a"),
         ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, -1.0)}, "eta_scales holds -1.0, out of range"),
         ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, 3)}, "eta_scales = (3.0, 3) repeats a value"),
+        # they shared one simulation, counted as two seeds of one row (a review)
+        (
+            "dfl",
+            {"budget_seconds": 20, "eta_scales": (3.0, 3.0000000000001)},
+            "repeats a value, or 1, to within",
+        ),
+        ("dfl", {"budget_seconds": 20, "eta_scales": (1.0000000000001,)}, "repeats a value, or 1, to within"),
         ("dfl", {"budget_seconds": 20, "eta_scales": [3.0]}, "eta_scales = [3.0] has the wrong type"),
         ("dfl", {"budget_seconds": 20, "eta_scales": (3.0, True)}, "expected a tuple of finite numbers"),
         ("dfl", {"budget_seconds": 20, "eta_scales": (float("nan"),)}, "eta_scales = (nan,) is not finite"),
