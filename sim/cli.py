@@ -2,6 +2,7 @@
 
     dfl-sim run [--config FILE.toml] [--dataset ... --steps ... any RunConfig field] [--json]
     dfl-sim plan --budget-seconds S [--t-comp --t-comm] [--top K --others K --seeds S --bound NAME]
+                 [--eta-scales S1 S2 ...: each configuration also at those multiples of its eta]
                  [the run flags: --dataset --model --partition --topology --nodes ... --eta to fix eta]
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)

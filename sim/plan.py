@@ -44,7 +44,7 @@ import pandas as pd
 
 from bounds import InputError, spectral_summary
 from bounds.cdfl.formulas import choco_gamma
-from bounds.cli_tools import writable_folder
+from bounds.cli_tools import counted, writable_folder
 from bounds.graph.mixing import as_matrix
 from bounds.plan.cost import CostModel
 from bounds.plan.optimize import REFUTED, budget_grid, grid_edge_notes, optimize_dfl
@@ -699,7 +699,7 @@ def _plan_in(
     _atomic_csv(table, out / "table.csv")
     ranked = table[table["eta_scale"] == 1]  # (the bound ranks its own etas, not the contenders')
     rho = float(spearmanr(ranked["bound_rank"], ranked["loss_mean"]).statistic) if len(ranked) > 2 else np.nan
-    first, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]
+    first, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]  # (idxmin: the first of a tie)
     chosen_configuration: dict[str, Any] = {
         "tau1": int(first["tau1"]),
         "tau2": int(first["tau2"]),
@@ -720,7 +720,7 @@ def _plan_in(
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
-        "notes": "; ".join(_notes(first, best, settings, bound, constants, test)),
+        "notes": "; ".join(_notes(table, settings, bound, constants, test)),
         "regret_test": {k: v for k, v in test.items() if k != "verdict"},
         "constants": constants,
         "budget_seconds": settings.budget_seconds,
@@ -737,16 +737,13 @@ def _plan_in(
 
 
 def _notes(
-    chosen: pd.Series,
-    best: pd.Series,
-    settings: PlanSettings,
-    bound: str,
-    constants: dict[str, Any],
-    test: dict[str, Any],
+    table: pd.DataFrame, settings: PlanSettings, bound: str, constants: dict[str, Any], test: dict[str, Any]
 ) -> list[str]:
-    """What a reader of the plan's result should know (a probe found the optimiser's notes dropped): a
-    refuted bound, a choice on the grid's edge, what the training check compares, a contender at another
-    step size that trained better, and where too few seeds left the verdict open."""
+    """What a reader of the plan's result (``table``: :func:`_summary_table`) should know (a probe found
+    the optimiser's notes dropped): a refuted bound, a choice on the grid's edge, what the training check
+    compares, a contender at another step size that trained better, configurations that diverged, and
+    where too few seeds left the verdict open."""
+    chosen, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]
     notes = [REFUTED[bound]] if bound in REFUTED else []
     if test["verdict"] == "inconclusive" and settings.seeds < 3:
         notes.append(
@@ -764,6 +761,15 @@ def _notes(
             f"the best measured configuration is tau1 = {int(best['tau1'])}, tau2 = {int(best['tau2'])} at "
             f"eta = {best['eta']:.3g} ({best['eta_scale']:g} x the eta it was ranked with): loss "
             f"{best['loss_mean']:.4g} against the choice's {chosen['loss_mean']:.4g}"
+        )
+    diverged = table[~np.isfinite(table["loss_max"].to_numpy(dtype=float))]
+    if len(diverged):
+        shown = ", ".join(
+            f"({int(r.tau1)}, {int(r.tau2)}, eta = {r.eta:.3g})" for r in diverged[:3].itertuples()
+        )
+        notes.append(
+            f"{counted(len(diverged), 'configuration')} diverged on some seed, their loss counted as +inf: "
+            f"{shown}{', ...' if len(diverged) > 3 else ''}"
         )
     if settings.eta is None and not settings.contender_scales and "cdfl" not in bound:
         notes.append(

@@ -227,6 +227,12 @@ def test_a_diverged_contender_is_never_the_best_measured(recorded: float) -> Non
     assert list(table["measured_rank"]) == [2, 1, 3] and table["loss_mean"].iloc[2] == np.inf
     test = plan_module.regret_test(table, sims)
     assert test["verdict"] == "holds" and test["floor"] == pytest.approx(0.01 * (1.0025 - 0.003)), test
+    notes = plan_module._notes(table, SETTINGS, "non-iid", {"heterogeneity": 1.0}, test)
+    assert "1 configuration diverged on some seed, their loss counted as +inf: (1, 3, eta = 1e+05)" in notes
+    assert any(
+        n.startswith("the best measured configuration is tau1 = 1, tau2 = 3 at eta = 0.12 (1.2 x")
+        for n in notes
+    )
 
 
 def test_eta_scales_leaving_float32_are_refused_before_any_simulation(tiny, tmp_path) -> None:
