@@ -477,7 +477,7 @@ def _parser() -> OneLineParser:
                     "the bound's best eta for each cell)")  # fmt: skip
     pl.add_argument("--eta-scales", type=float, nargs="+", default=(), metavar="S",
                     help="also train each simulated configuration at these multiples of its eta, as "
-                    "contenders of the bound's choice (e.g. 0.3 3 10; default none)")  # fmt: skip
+                    "contenders of the bound's choice (e.g. 0.3 3 10 30; default none)")  # fmt: skip
     budget = "modelled seconds per run: --t-comp per local step, --t-comm per gossip step"
     pl.add_argument("--budget-seconds", type=float, help=budget)
     bits = "C-DFL (--algorithm cdfl): bits each node may send; ranks by Lemma 13, needs --mu and --G2"

@@ -700,23 +700,17 @@ def _plan_in(
     ranked = table[table["eta_scale"] == 1]  # (the bound ranks its own etas, not the contenders')
     rho = float(spearmanr(ranked["bound_rank"], ranked["loss_mean"]).statistic) if len(ranked) > 2 else np.nan
     first, best = table.iloc[0], table.loc[table["loss_mean"].idxmin()]  # (idxmin: the first of a tie)
-    chosen_configuration: dict[str, Any] = {
-        "tau1": int(first["tau1"]),
-        "tau2": int(first["tau2"]),
-        "eta": float(first["eta"]),
-    }
-    if config.algorithm == "cdfl":
-        chosen_configuration |= {
-            "compressor": first["compressor"],
-            "parameter": _parameter(first["parameter"]),
-        }
+    best_measured = _configuration(best, config.algorithm) | {
+        "eta_scale": float(best["eta_scale"]),
+        "loss_mean": float(best["loss_mean"]),
+    }  # (a C-DFL plan's lacked its compressor, a review)
     result = {
-        "chosen": chosen_configuration,
+        "chosen": _configuration(first, config.algorithm),
         "bound_used": bound,
         "spearman": rho,
         "regret": float(first["loss_mean"] - table["loss_mean"].min()),
         "chosen_rank": int(first["measured_rank"]),
-        "best_measured": {k: best[k] for k in ("tau1", "tau2", "eta", "eta_scale", "loss_mean")},
+        "best_measured": best_measured,
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
@@ -734,6 +728,15 @@ def _plan_in(
     atomic_write(out / "plan_result.json", lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     _figures(table, out)
     return result
+
+
+def _configuration(row: pd.Series, algorithm: str) -> dict[str, Any]:
+    """A table row's configuration as a plan reports it: tau1, tau2, eta, and for C-DFL the compressor."""
+    configuration: dict[str, Any] = {"tau1": int(row["tau1"]), "tau2": int(row["tau2"])}
+    configuration["eta"] = float(row["eta"])
+    if algorithm == "cdfl":
+        configuration |= {"compressor": row["compressor"], "parameter": _parameter(row["parameter"])}
+    return configuration
 
 
 def _notes(
@@ -774,8 +777,8 @@ def _notes(
     if settings.eta is None and not settings.contender_scales and "cdfl" not in bound:
         notes.append(
             "each simulated configuration trains at the eta the bound chose for it: the verdict compares the "
-            "bound's choices with each other, not with other step sizes (--eta-scales 0.3 3 10 trains each "
-            "at those multiples of its eta too; a fixed --eta ranks the schedule alone)"
+            "bound's choices with each other, not with other step sizes (--eta-scales 0.3 3 10 30 trains "
+            "each at those multiples of its eta too; a fixed --eta ranks the schedule alone)"
         )
     return notes
 

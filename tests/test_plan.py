@@ -374,6 +374,12 @@ def test_cdfl_plan_ranks_compressors_under_a_bits_budget(tiny, tmp_path) -> None
     table = pd.DataFrame(out["table"])
     assert out["bound_used"] == "cdfl (Lemma 13)" and {"compressor", "parameter"} <= out["chosen"].keys()
     assert len(table) == 3 and table["bound"].is_monotonic_increasing
+    best = table.loc[table["loss_mean"].idxmin()]  # (best_measured lacked the compressor, a review)
+    assert {k: out["best_measured"][k] for k in ("compressor", "parameter", "tau1")} == {
+        "compressor": best["compressor"],
+        "parameter": best["parameter"],
+        "tau1": best["tau1"],
+    }
     sims = pd.read_csv(tmp_path / "plan" / "simulations.csv")
     assert set(sims["compressor"]) == set(table["compressor"])
     with pytest.raises(InputError, match="needs mu, G2"):
