@@ -109,8 +109,8 @@ def _planned(
     grid = _planner_grid(ctx.quick)
     if eta_rule is not None:
         grid = grid | {"top": 1, "others": 0, "eta_scales": ETA_SCALES, "seeds": grid["seeds"] + 2}
-    name = "planner" if eta is None else f"planner-eta={eta:g}"
-    folder = run_folder(ctx, "planner-eta-scales" if eta_rule else name, repr(sorted(grid.items())))
+    name = "planner-eta-scales" if eta_rule else "planner" if eta is None else f"planner-eta={eta:g}"
+    folder = run_folder(ctx, name, repr(sorted(grid.items())))
     config = RunConfig(
         dataset=grid["dataset"], model=grid["model"], nodes=10, topology="ring", partition="shards",
         batch_size=32, eval_samples=grid["eval_samples"], log_every=50, device=ctx.device, out=str(folder),

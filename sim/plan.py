@@ -708,7 +708,7 @@ def _plan_in(
         "chosen": _configuration(first, config.algorithm),
         "bound_used": bound,
         "spearman": rho,
-        "regret": float(first["loss_mean"] - table["loss_mean"].min()),
+        "regret": float(first["loss_mean"] - best["loss_mean"]),
         "chosen_rank": int(first["measured_rank"]),
         "best_measured": best_measured,
         "simulated": len(table),
@@ -732,8 +732,11 @@ def _plan_in(
 
 def _configuration(row: pd.Series, algorithm: str) -> dict[str, Any]:
     """A table row's configuration as a plan reports it: tau1, tau2, eta, and for C-DFL the compressor."""
-    configuration: dict[str, Any] = {"tau1": int(row["tau1"]), "tau2": int(row["tau2"])}
-    configuration["eta"] = float(row["eta"])
+    configuration: dict[str, Any] = {
+        "tau1": int(row["tau1"]),
+        "tau2": int(row["tau2"]),
+        "eta": float(row["eta"]),
+    }
     if algorithm == "cdfl":
         configuration |= {"compressor": row["compressor"], "parameter": _parameter(row["parameter"])}
     return configuration
