@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bounds.serialize import numbers_restored
 from paper_checks.common import run_folder
 from paper_checks.context import CheckContext
 from paper_checks.registry import Outcome, check
@@ -141,11 +142,21 @@ def _planned(
 
 
 def _regret_text(test: dict[str, Any]) -> str:
-    """How the verdict was reached (:func:`sim.plan.regret_test`)."""
+    """How the verdict was reached (:func:`sim.plan.regret_test`; ``test`` as a plan's JSON result holds it,
+    non-finite numbers as strings: a diverged choice's "inf" raised TypeError here)."""
+    test = numbers_restored(test)
+    c = test["lower_against"] or {}
+    named = f"(tau1 = {c.get('tau1')}, tau2 = {c.get('tau2')}, eta = {c.get('eta', float('nan')):.3g})"
+    picked = (
+        f"against {named}, the lowest loss on seed(s) {', '.join(map(str, test['selected_on']))}, tested on "
+        "the others"
+        if test["selected_on"]
+        else f"against {named} (Bonferroni over every other configuration)"
+    )
     against = (
-        f"against every other configuration, paired over {test['seeds']} seeds, its regret's confidence "
-        f"bounds reach {test['lower']:.3g}..{test['upper']:.3g}; the floor (1% of the best's loss) is "
-        f"{test['floor']:.3g}."
+        f"paired over {test['seeds']} seeds, its regret's upper confidence bound against every other "
+        f"configuration reaches {test['upper']:.3g} and the lower bound {picked} is {test['lower']:.3g}; the "
+        f"floor (1% of the best's loss) is {test['floor']:.3g}."
     )
     if test["paired_regret"] == 0:
         return f"The choice is the best measured; {against}"

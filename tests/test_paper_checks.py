@@ -628,3 +628,14 @@ def test_fig7_and_fig8_share_their_common_run(quick: bool) -> None:
 
     ctx = CheckContext(quick=quick)
     assert experiments._fig7_mnist_configs(ctx)["T tau2=4"] == experiments._fig8_configs(ctx)["tau1=4"]
+
+
+def test_the_planner_checks_read_non_finite_numbers_from_the_plans_json() -> None:
+    """A plan's result writes non-finite numbers as strings ("inf" for a choice that diverged on every
+    seed): the text of the planner checks raised on them (2026-11-29)."""
+    from paper_checks.planner import _regret_text
+
+    test = {"paired_regret": "inf", "lower": "-inf", "upper": "inf", "floor": 0.01, "seeds": 2,
+            "lower_against": {"tau1": 1, "tau2": 8, "eta": 0.008}, "selected_on": []}  # fmt: skip
+    text = _regret_text(test)
+    assert text.startswith("Its paired regret is inf (diverged?)") and "is -inf; the floor" in text, text
