@@ -28,6 +28,7 @@ __all__ = [
     "one_of",
     "real_array",
     "real_number",
+    "unreadable_reason",
     "whole_number",
     "whole_numbers",
 ]
@@ -41,6 +42,24 @@ class InputError(ValueError):
 # damaged (a bad CRC: BadZipFile; a compressed member: zlib.error; a header's method or flags byte:
 # NotImplementedError, "compression method is not supported"), or not numpy at all (ValueError)
 UNREADABLE_FILE_ERRORS = (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error)
+
+
+NUMPY_HEADERS = (b"\x93NUMPY", b"PK")
+"""How a .npy file and an .npz (a zip archive) begin."""
+
+
+def unreadable_reason(path: Path, exc: BaseException) -> str:
+    """Why numpy could not load ``path`` (``exc``, one of UNREADABLE_FILE_ERRORS), for an InputError: for a
+    file that is no numpy file at all, what it begins with (numpy reads such a file as a pickle and said
+    'This file contains pickled (object) data ... allow_pickle=' of a text file, a probe)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return str(exc)
+    if head.startswith(NUMPY_HEADERS):
+        return str(exc)
+    return f"no numpy file: it begins with {head!r}, not a .npy or .npz header"
 
 
 def absent_file(path: Path) -> str:

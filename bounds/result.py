@@ -26,13 +26,27 @@ def scalar_or_array(x: np.ndarray) -> Any:
 
 
 def overflow_note(bound: Any, expected_finite: Any = True) -> str:
-    """'the bound overflows float64 ...' where ``bound`` is not finite although ``expected_finite`` (the
-    formula has a finite value there, e.g. gossip mixes); '' where it is finite everywhere."""
-    overflow = ~np.isfinite(np.asarray(bound, dtype=float)) & np.asarray(expected_finite, dtype=bool)
-    if not overflow.any():
-        return ""
-    where = "" if overflow.ndim == 0 else f" at {int(overflow.sum())} point(s)"
-    return f"the bound overflows float64{where} (inputs too large or too small for a finite value)"
+    """'the bound overflows float64 ...' where ``bound`` is inf although ``expected_finite`` (the formula has
+    a finite value there, e.g. gossip mixes), '... cannot be evaluated in float64 ...' where it is NaN (an
+    intermediate value overflowed, inf / inf: the bound's value is unknown, not infinite; mu = 1e-160 in
+    C-DFL's a^3 / S_K, a probe read the NaN as a wrong kind of overflow); '' where it is finite everywhere."""
+    value = np.asarray(bound, dtype=float)
+    expected = np.asarray(expected_finite, dtype=bool)
+    kinds = [
+        (
+            np.isinf(value) & expected,
+            "overflows float64{} (inputs too large or too small for a finite value)",
+        ),
+        (
+            np.isnan(value) & expected,
+            "cannot be evaluated in float64{} (an intermediate value overflows with inputs this large or "
+            "small: its value is unknown, nan)",
+        ),
+    ]
+    where = "" if value.ndim == 0 else " at {} point(s)"
+    return "; ".join(
+        f"the bound {what.format(where.format(int(at.sum())))}" for at, what in kinds if at.any()
+    )
 
 
 def _fmt(value: Any) -> str:

@@ -48,7 +48,8 @@ def read_metrics(folder: Path, x: str, note: Callable[[str], None] = lambda line
     _check_run_folder(folder)
     path = folder / "metrics.csv"
     if not path.is_file():
-        raise InputError(f"{path} does not exist (expected a dfl-sim run folder)")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise InputError(f"{path} {what} (expected a dfl-sim run folder)")
     try:
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -58,8 +59,9 @@ def read_metrics(folder: Path, x: str, note: Callable[[str], None] = lambda line
         note(f"{path}: its last line is cut off (a run still writing, or stopped mid-row): left out")
     try:
         frame = pd.read_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path} is not a readable CSV ({exc}; expected a dfl-sim metrics.csv)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:  # (one line: pandas' ends in a newline)
+        why = " ".join(str(exc).split())
+        raise InputError(f"{path} is not a readable CSV ({why}; expected a dfl-sim metrics.csv)") from None
     needed = (x, *(c for c, _ in RUN_PANELS))
     missing = [c for c in needed if c not in frame.columns]
     if missing:
@@ -161,8 +163,12 @@ def _ending_note(folder: Path, frame: pd.DataFrame) -> str:
     finished one): its config.json and no summary.json, or a summary of fewer steps than config.json's that
     did not diverge (a finished run resumed with a larger --steps keeps its old summary until it ends);
     ' [diverged at step S]' for a run its summary says diverged (the 1000-fold loss rule stops a run whose
-    loss is still finite); else ''."""
+    loss is still finite); ' [summary.json unreadable]' (or config.json) where one is there but holds no JSON
+    object (a cut-off summary.json drew a diverged run as finished, a probe); else ''."""
     config, summary = json_object(folder / "config.json"), json_object(folder / "summary.json")
+    unreadable = [name for name in ("config.json", "summary.json") if _unreadable(folder / name)]
+    if unreadable:
+        return f" [{' and '.join(unreadable)} unreadable]"
     steps, done = config.get("steps"), summary.get("steps")
     short = isinstance(steps, int) and isinstance(done, int) and done < steps
     last = frame["step"].max() if "step" in frame else float("nan")
@@ -172,6 +178,16 @@ def _ending_note(folder: Path, frame: pd.DataFrame) -> str:
         return ""
     of = f" of {steps}" if isinstance(steps, int) else ""
     return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
+
+
+def _unreadable(path: Path) -> bool:
+    """Whether ``path`` is there but holds no JSON object (cut off, not UTF-8, a folder, ...)."""
+    try:
+        return not isinstance(json.loads(path.read_text()), dict)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def labels(folders: list[Path]) -> list[str]:
@@ -232,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folders = [Path(f) for f in args.runs]
     try:
+        if args.out is not None and not args.out.strip():  # (an unset $OUT drew into the first run's folder)
+            raise InputError(
+                f"--out = {args.out!r} is empty (expected a file or folder; leave it out for the first run's "
+                "folder)"
+            )
         note = lambda line: print(f"dfl-plot: {line}", file=sys.stderr)  # noqa: E731
         folders = _without_probes(folders, note)
         curves = [read_metrics(f, args.x, note) for f in folders]
@@ -240,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, folder, frame in zip(labels(folders), folders, curves, strict=True)
         ]
         frames = dict(zip(names, curves, strict=True))
-        target = Path(args.out) if args.out else _default_target(folders)
+        target = Path(args.out) if args.out is not None else _default_target(folders)
         if target.is_dir() or (args.out or "").endswith("/"):  # a folder: the figure goes into it
             target = target / "curves"
         try:

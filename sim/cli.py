@@ -41,7 +41,13 @@ from sim.config import PLAN_CHOOSES, RunConfig, config_file_values
 from sim.errors import RunInterrupted, SimulationError
 from sim.host import automatic_threads, check_threads, retain_freed_memory
 from sim.interrupt import checkpoint_on_interrupt
-from sim.run_folder import check_path_length, lock_folders, refuse_other_kind, release_folders
+from sim.run_folder import (
+    check_path_length,
+    lock_folders,
+    refuse_interrupted,
+    refuse_other_kind,
+    release_folders,
+)
 
 if TYPE_CHECKING:
     from sim.grid import GridPoint
@@ -186,6 +192,8 @@ class _Progress:
 
 def _cmd_run(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args)
+    if not config.resume:
+        refuse_interrupted([Path(config.out)], "--resume continues it")
 
     from sim.runner import run
 
@@ -311,6 +319,8 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             else:
                 refuse_overwrite(point.config, inputs.get(i))
         _note_other_runs(Path(args.out), points)
+    else:
+        refuse_interrupted([Path(point.config.out) for point in points], "--resume continues the sweep")
     from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)
 
     todo = [point.config for i, point in enumerate(points) if i not in done]
@@ -575,8 +585,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             grid = ", ".join(f"{k} = {v}" for k, v in summary["grid"].items()) or "run"
             state = summary["message"] if summary["diverged"] else "done"
             print(
-                f"{grid}: final training loss {summary['final_train_loss']:.4g}, test accuracy "
-                f"{summary['final_test_accuracy']:.4g} ({state}) -> {summary['out_dir']}"
+                f"{grid}: final training loss {summary['final_train_loss']:#.4g}, test accuracy "
+                f"{summary['final_test_accuracy']:#.4g} ({state}) -> {summary['out_dir']}"
             )
     else:
         print(key_value_table(out))

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from bounds import InputError
-from bounds._checks import UNREADABLE_FILE_ERRORS, absent_file, whole_numbers
+from bounds._checks import UNREADABLE_FILE_ERRORS, absent_file, unreadable_reason, whole_numbers
 
 __all__ = [
     "CIFAR10_BATCHES",
@@ -372,7 +372,9 @@ def load_npz(path: Path) -> Dataset:
     try:
         loaded = np.load(path, allow_pickle=False)
     except UNREADABLE_FILE_ERRORS as exc:
-        raise DataError(f"data file {str(path)!r} is not a readable .npz ({exc})") from None
+        raise DataError(
+            f"data file {str(path)!r} is not a readable .npz ({unreadable_reason(path, exc)})"
+        ) from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy file holds one array, not named ones
         raise DataError(
             f"data file {str(path)!r} holds one array of shape {loaded.shape} (expected an .npz archive with "

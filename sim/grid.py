@@ -99,6 +99,11 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
                 f"grid file {str(path)!r}: [grid] {key} = {values!r} is one table (expected a list: of "
                 f"values, or of tables for a bundle, {key} = [{{...}}, {{...}}])"
             )
+        if values == [] and key.replace("-", "_") not in _FIELDS:  # (a bundle's, emptied: 'unknown key')
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {key} = [] is empty (expected a non-empty list: of tables "
+                "for a bundle, or of values of a RunConfig field)"
+            )
         name = _field(path, key)
         if name in _NOT_IN_GRID:
             raise InputError(

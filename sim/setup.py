@@ -24,7 +24,7 @@ import scipy.sparse as sp
 import torch
 
 from bounds import InputError
-from bounds._checks import UNREADABLE_FILE_ERRORS
+from bounds._checks import UNREADABLE_FILE_ERRORS, unreadable_reason
 from bounds.cdfl.compression import make_compressor
 from bounds.cli_tools import nearest_existing, writable_folder
 from bounds.graph.mixing import ExactAverage, check_mixing_matrix, topology_matrix
@@ -113,7 +113,8 @@ def _saved_mean(path: Path, model: str, stack: Stack) -> torch.Tensor:
     try:
         f = np.load(path, allow_pickle=False)
     except UNREADABLE_FILE_ERRORS as exc:
-        raise InputError(f"init params file {str(path)!r} is not an npz ({exc}; {expected})") from None
+        why = unreadable_reason(path, exc)
+        raise InputError(f"init params file {str(path)!r} is not an npz ({why}; {expected})") from None
     if not hasattr(f, "files"):
         raise InputError(f"init params file {str(path)!r} holds one array ({expected})")
     with f:
@@ -423,7 +424,7 @@ def check_resumable(config: RunConfig, checkpoint: Path, digests: dict[str, str]
     if damaged is not None:
         raise InputError(
             f"resume: {str(checkpoint)!r} is damaged (the bytes of its entry {damaged!r} do not match their "
-            "CRC-32; expected the checkpoint a run wrote: run without --resume to start again)"
+            "CRC-32; expected the checkpoint a run wrote: remove it to start again)"
         )
     try:
         state = torch.load(checkpoint, weights_only=False)

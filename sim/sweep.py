@@ -36,6 +36,7 @@ import scipy.sparse as sp
 import torch
 
 from bounds import InputError
+from bounds.cli_tools import counted
 from bounds.graph.mixing import ExactAverage, as_matrix
 from sim.algorithms import BOTH, GOSSIP, LOCAL
 from sim.config import SHARED_FIELDS, RunConfig
@@ -471,8 +472,8 @@ def _interrupted(recorders: Sequence[RunRecorder]) -> RunInterrupted:
     unfinished = [r.interrupted() for r in recorders if not r.finished]
     done, total = sum(r.state.t for r in recorders), sum(r.config.steps for r in recorders)
     return RunInterrupted(
-        f"interrupted after {done} of {total} steps; {len(recorders) - len(unfinished)} runs finished, "
-        f"the checkpoints of the {len(unfinished)} others are in their folders"
+        f"interrupted after {done} of {total} steps; {counted(len(recorders) - len(unfinished), 'run')} "
+        f"finished, the checkpoints of the {len(unfinished)} others are in their folders"
     )
 
 

@@ -89,7 +89,7 @@ def test_an_interrupted_sweep_keeps_its_finished_runs_and_resumes_the_others(tin
         if done == 8 + 12:  # the first run's 8 steps and the second's 12: the first finished at step 8
             signal.raise_signal(signal.SIGINT)
 
-    with checkpoint_on_interrupt(), pytest.raises(RunInterrupted, match=r"1 runs finished.*1 others"):
+    with checkpoint_on_interrupt(), pytest.raises(RunInterrupted, match=r"1 run finished.*1 others"):
         run_sweep(configs("broken"), progress)
     assert (tmp_path / "broken/0/summary.json").is_file()
     assert torch.load(tmp_path / "broken/1/checkpoint.pt", weights_only=False)["t"] == 12
@@ -106,7 +106,14 @@ def test_cli_says_how_to_continue_and_exits_130(tiny, tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert "interrupted at step 1 of 30" in err and "--resume continues it" in err
     monkeypatch.undo()
+    checkpoint = (tmp_path / "r" / "checkpoint.pt").read_bytes()
+    assert main(argv) == 2  # the same command without --resume deleted the checkpoint in silence (a probe)
+    err = capsys.readouterr().err
+    assert f"out = '{tmp_path / 'r'}' holds an interrupted run (its checkpoint.pt, no summary.json)" in err
+    assert "--resume continues it (expected --resume, another --out, or its checkpoint.pt removed" in err
+    assert (tmp_path / "r" / "checkpoint.pt").read_bytes() == checkpoint
     assert main([*argv, "--resume"]) == 0
+    assert main(argv) == 0  # finished: a fresh run replaces it, as before
 
 
 def test_an_interrupted_plan_continues_its_simulation_to_the_unbroken_one(
@@ -196,6 +203,10 @@ def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkey
         listing[0]["grid"] == {"steps": 4} and listing[0]["steps"] == 4 and "final_train_loss" in listing[0]
     )
     assert listing[1] == {"grid": {"steps": 40}}
+    monkeypatch.undo()
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "s")]) == 2  # it retrained from step 0
+    assert (tmp_path / "s" / "steps=40" / "checkpoint.pt").is_file()
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "s"), "--resume"]) == 0
 
 
 def test_a_ctrl_c_command_ends_by_sigint_so_that_a_shell_loop_stops(tiny, tmp_path, monkeypatch, capsys):

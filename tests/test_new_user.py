@@ -660,3 +660,21 @@ def test_a_periodic_mixing_matrix_runs_with_a_note(capsys, tiny, tmp_path) -> No
         assert sim_main(argv) == 0
         err = capsys.readouterr().err
         assert ("C has eigenvalue -1 (a bipartite graph with zero self-weights)" in err) == noted, err
+
+
+def test_a_file_that_is_no_numpy_file_is_named_so(capsys, tiny, tmp_path) -> None:
+    """numpy reads a file without a .npy or .npz header as a pickle: a text file given as a matrix, data
+    set or init params was said to hold 'pickled (object) data' that 'allow_pickle=' could load (a probe)."""
+    from bounds import InputError
+    from bounds.graph.mixing import load_matrix
+    from sim.data import load_npz
+
+    text = tmp_path / "not.npz"
+    text.write_text("hello\n")
+    said = r"no numpy file: it begins with b'hello\\n', not a .npy or .npz header"
+    with pytest.raises(InputError, match=said):
+        load_matrix(text)
+    with pytest.raises(InputError, match=said):
+        load_npz(text)
+    err = _one_line_error(capsys, [*_base(tiny, tmp_path / "r"), "--init-params", str(text)])
+    assert re.search(said, err) and "pickle" not in err, err

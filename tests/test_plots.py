@@ -342,6 +342,34 @@ def test_dfl_plot_leaves_out_probe_folders_among_runs_and_marks_an_unfinished_ru
     svg = (tmp_path / "d.svg").read_text()
     assert "stopped (eta=0.2) [unfinished: step 40 of 100]" in svg and "done (eta=0.1) [unfinished" not in svg
     assert "done (eta=0.1) [diverged at step 40]" in svg  # (a finite loss: the curve shows no NaN)
+    # a cut-off summary.json drew the diverged run as finished, with no word (a probe)
+    (done / "summary.json").write_text('{"steps": 40, "diver')
+    (stopped / "config.json").write_bytes(b"\xff{")
+    assert main([str(done), str(stopped), "--out", str(tmp_path / "e.svg")]) == 0
+    svg = (tmp_path / "e.svg").read_text()
+    assert "done [summary.json unreadable]" in svg and "stopped [config.json unreadable]" in svg
+
+
+def test_dfl_plot_says_in_one_line_what_is_wrong_with_metrics_csv(tmp_path, capsys) -> None:
+    """A row with a field too many gave pandas' message over two lines; a metrics.csv that is a folder was
+    said not to exist (a probe)."""
+    import json
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"steps": 100}))
+    text = _metrics(np.arange(0, 50, 10)).to_csv(index=False)
+    (run / "metrics.csv").write_text(text + text.splitlines()[1] + ",7\n")
+    assert main([str(run), "--out", str(tmp_path / "c.svg")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "metrics.csv is not a readable CSV (Error tokenizing data. C error: Expected" in err
+    assert len(err.splitlines()) == 1, err
+    (run / "metrics.csv").unlink()
+    (run / "metrics.csv").mkdir()
+    assert main([str(run), "--out", str(tmp_path / "c.svg")]) == 2
+    assert "metrics.csv is a folder, not a file (expected a dfl-sim run folder)" in capsys.readouterr().err
+    assert main([str(run), "--out", ""]) == 2  # an unset $OUT: the default was drawn in silence
+    assert "--out = '' is empty (expected a file or folder" in capsys.readouterr().err
 
 
 def test_figures_a_probe_found_drawing_wrong_pictures() -> None:

@@ -160,12 +160,22 @@ def test_every_field_of_a_grid_has_the_grid_shape() -> None:
     ("name", "value"), [("L", 1e300), ("mu", 1e-300), ("G2", 1e300), ("sigma2_bar", 1e308)]
 )
 def test_an_overflowing_bound_says_so(name: str, value: float) -> None:
-    """L = 1e300 gave bound = nan, success False and an empty message (and numpy's overflow warnings)."""
+    """L = 1e300 gave bound = nan, success False and an empty message (and numpy's overflow warnings); a NaN
+    (inf / inf inside: the value unknown, not infinite) was then called an overflow to inf (a probe)."""
     r = cdfl_bound(**{**BASE, name: value})
-    assert not np.isfinite(r.bound) and not r.success and "the bound overflows float64" in r.message
+    said = "overflows float64" if np.isinf(r.bound) else "cannot be evaluated in float64"
+    assert not np.isfinite(r.bound) and not r.success and f"the bound {said}" in r.message
+    assert ("unknown, nan" in r.message) == bool(np.isnan(r.bound)), r.message
     assert cdfl_bound(**BASE).message == ""
     grid = cdfl_bound(**{**BASE, name: [BASE[name], value]})
-    assert "overflows float64 at 1 point(s)" in grid.message and grid.success.tolist() == [True, False]
+    assert f"{said} at 1 point(s)" in grid.message and grid.success.tolist() == [True, False]
+
+
+def test_a_nan_bound_is_not_called_an_overflow_to_inf() -> None:
+    """mu = 1e-160: a^3 and S_K overflow (a >= 16 kappa), so the initial term is inf / inf."""
+    r = cdfl_bound(**{**BASE, "mu": 1e-160})
+    assert np.isnan(r.bound) and "overflows float64" not in r.message, r.message
+    assert r.message.startswith("the bound cannot be evaluated in float64 (an intermediate value overflows")
 
 
 def _worst_case_by_linear_programme(

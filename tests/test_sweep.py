@@ -275,6 +275,10 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
     ("body", "fragment"),
     [
         ("[grid]\nseed = []\n", "expected a non-empty list"),
+        (
+            "[grid]\nmethod = []\n",
+            "[grid] method = [] is empty (expected a non-empty list: of tables",
+        ),  # a bundle
         ("[grid]\nmodel = ['logreg', 'lstsq']\n", "'model' cannot vary"),
         ("[grid]\nsed = [1]\n", "unknown key 'sed'"),
         ("[grids]\nseed = [1]\n", "unknown table 'grids'"),

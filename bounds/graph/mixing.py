@@ -35,7 +35,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bounds._checks import UNREADABLE_FILE_ERRORS, InputError, flag, real_number, whole_number
+from bounds._checks import (
+    UNREADABLE_FILE_ERRORS,
+    InputError,
+    flag,
+    real_number,
+    unreadable_reason,
+    whole_number,
+)
 from bounds.graph.names import WEIGHT_RULES, check_topology_file, check_weight_rule
 
 __all__ = [
@@ -328,7 +335,8 @@ def load_matrix(path: str | Path) -> Matrix:
     except (*UNREADABLE_FILE_ERRORS, KeyError, UnicodeDecodeError) as exc:
         raise InputError(
             f"matrix file {str(file)!r} could not be read as an N x N matrix "
-            f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): {exc}"
+            f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): "
+            f"{unreadable_reason(file, exc)}"
         ) from None
     if math.prod(C.shape) == 0:  # (a 0-d array has one number: check_mixing_matrix refuses it)
         raise InputError(f"matrix file {str(file)!r} holds no numbers (expected N rows of N numbers)")
