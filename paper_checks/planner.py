@@ -147,16 +147,16 @@ def _regret_text(test: dict[str, Any]) -> str:
     test = numbers_restored(test)
     c = test["lower_against"] or {}
     named = f"(tau1 = {c.get('tau1')}, tau2 = {c.get('tau2')}, eta = {c.get('eta', float('nan')):.3g})"
-    picked = (
-        f"against {named}, the lowest loss on seed(s) {', '.join(map(str, test['selected_on']))}, tested on "
-        "the others"
+    how = (
+        f"the lowest loss on seed(s) {', '.join(map(str, test['selected_on']))}, tested on the others"
         if test["selected_on"]
-        else f"against {named} (Bonferroni over every other configuration)"
+        else "Bonferroni over the other configurations"
     )
     against = (
-        f"paired over {test['seeds']} seeds, its regret's upper confidence bound against every other "
-        f"configuration reaches {test['upper']:.3g} and the lower bound {picked} is {test['lower']:.3g}; the "
-        f"floor (1% of the best's loss) is {test['floor']:.3g}."
+        f"paired over {test['seeds']} seeds, the choice's loss minus {1 + test['margin']:g} x another's (its "
+        f"regret beyond {test['margin']:.0%} of that loss): its upper confidence bounds against the other "
+        f"configurations reach {test['upper']:.3g} (all at most 0: holds), its lower bound is "
+        f"{test['lower']:.3g} against {named} ({how}; above 0: violated)."
     )
     if test["paired_regret"] == 0:
         return f"The choice is the best measured; {against}"

@@ -635,7 +635,9 @@ def test_the_planner_checks_read_non_finite_numbers_from_the_plans_json() -> Non
     seed): the text of the planner checks raised on them (2026-11-29)."""
     from paper_checks.planner import _regret_text
 
-    test = {"paired_regret": "inf", "lower": "-inf", "upper": "inf", "floor": 0.01, "seeds": 2,
+    test = {"paired_regret": "inf", "lower": "-inf", "upper": "inf", "margin": 0.01, "seeds": 2,
             "lower_against": {"tau1": 1, "tau2": 8, "eta": 0.008}, "selected_on": []}  # fmt: skip
     text = _regret_text(test)
-    assert text.startswith("Its paired regret is inf (diverged?)") and "is -inf; the floor" in text, text
+    assert (
+        text.startswith("Its paired regret is inf (diverged?)") and "lower bound is -inf against" in text
+    ), text

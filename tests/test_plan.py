@@ -227,7 +227,7 @@ def test_a_diverged_contender_is_never_the_best_measured(recorded: float) -> Non
     table = _summary_table(sims)
     assert list(table["measured_rank"]) == [2, 1, 3] and table["loss_mean"].iloc[2] == np.inf
     test = plan_module.regret_test(table, sims)
-    assert test["verdict"] == "holds" and test["floor"] == pytest.approx(0.01 * (1.0025 - 0.003)), test
+    assert test["verdict"] == "holds" and test["best_loss"] == pytest.approx(1.0025 - 0.003), test
     notes = plan_module._notes(table, SETTINGS, "non-iid", {"heterogeneity": 1.0}, test)
     assert "1 configuration diverged on some seed, their loss counted as +inf: (1, 3, eta = 1e+05)" in notes
     assert any(
@@ -246,14 +246,14 @@ def test_eta_scales_leaving_float32_are_refused_before_any_simulation(tiny, tmp_
         assert not (out / "runs").exists()
 
 
-def _regret_of(*losses: list[float], others: int = 2) -> dict[str, Any]:
+def _regret_of(*losses: list[float] | dict[int, float], others: int = 2) -> dict[str, Any]:
     """regret_test() for configurations with these per-seed losses (the first the bound's choice; seed s
-    paired), among ``others`` worse configurations."""
+    paired; a dict: only the seeds it names ran), among ``others`` worse configurations."""
     from sim.plan import CONFIGURATION, _summary_table
 
     rows = []
     for rank, seeds in enumerate([*losses, *([[10.0] * len(losses[0])] * others)]):
-        for seed, loss in enumerate(seeds):
+        for seed, loss in seeds.items() if isinstance(seeds, dict) else enumerate(seeds):
             rows.append({"compressor": np.nan, "parameter": np.nan, "tau1": 1 + rank, "tau2": 1, "eta": 0.1,
                          "bound": rank, "bound_rank": rank + 1, "group": "top", "rounds": 1, "steps": 2,
                          "loss": loss, "test_accuracy": 0.5, "grad_norm2": 1.0, "seed": seed,
@@ -282,7 +282,7 @@ def test_verdict_judges_the_paired_regret_and_can_hold_fail_and_be_undecided() -
     assert _verdict_of(list(seeds - 0.05 + rng.normal(0, 0.01, 50)), list(seeds)) == "holds"  # the best
     assert _verdict_of([1.3, 0.95], [1.0, 1.1]) == "inconclusive"  # d = 0.3, -0.15: undecided
     assert _verdict_of([0.99, 1.02], [1.0, 1.02]) == "inconclusive"  # the measured best, by 2 close seeds
-    assert _verdict_of([1.02, 1.12], [1.0, 1.1]) == "violated"  # 2% worse on both seeds, exactly
+    assert _verdict_of([1.03, 1.13], [1.0, 1.1]) == "violated"  # 3% and 2.7% worse
     assert _verdict_of([float("inf")] * 2, [1.0, 1.1]) == "violated"  # diverged on every seed
     assert _verdict_of([float("inf"), 1.2], [1.0, 1.1]) == "inconclusive"
     assert _verdict_of([float("nan"), 1.1, 1.05], [1.0, 1.1, 1.05]) == "inconclusive"  # NaN: diverged there
@@ -526,22 +526,50 @@ def test_the_regret_test_errs_at_its_level_at_the_floor() -> None:
 
 def test_the_violation_is_tested_against_a_contender_picked_on_other_seeds() -> None:
     """With 4 seeds and 28 other configurations the contender with the lowest loss on seed 0 is tested
-    alone on seeds 1-3: a choice 0.2-0.4 worse than it on every seed is violated (Bonferroni over the 28,
-    the rule before it, needs a t quantile of 8.6 and called it inconclusive: lower bound -0.08); the
-    contender best on the tested seeds but not on seed 0 is not the one tested."""
+    alone on seeds 1-3 (at level 0.025): a choice 0.2-0.4 worse than it on every seed is violated
+    (Bonferroni over the 28 alone, the rule before it, needs a t quantile of 8.4 and called it
+    inconclusive); the contender best on the tested seeds but not on seed 0 is not the one tested."""
     chosen = [1.0, 1.1, 0.9, 1.05]
     better = [c - d for c, d in zip(chosen, (0.30, 0.20, 0.40, 0.25), strict=True)]
     late = [2.0, 0.1, 0.1, 0.1]  # the best on seeds 1-3, not on seed 0
     test = _regret_of(chosen, better, late, others=26)
     assert test["verdict"] == "violated" and test["selected_on"] == [0], test
-    assert test["lower_against"]["tau1"] == 2 and test["lower"] == pytest.approx(0.108, abs=0.001), test
+    assert test["lower_against"]["tau1"] == 2 and test["lower"] == pytest.approx(0.0123, abs=1e-4), test
+
+
+def test_bonferroni_keeps_half_the_level_where_splitting_is_weak() -> None:
+    """Splitting alone (a first version) missed, with 3 seeds and 2 contenders, a choice 0.17-0.24 worse than
+    one on every seed (its 2 testing seeds: t = 6.3), and contenders that lack the picking seed left it
+    with none to test and '-inf' against a contender never tested (a review): Bonferroni's half decides."""
+    test = _regret_of([1.0, 1.1, 0.9], [0.8, 0.85, 0.72], [1.5, 1.6, 1.4], others=0)
+    assert test["verdict"] == "violated" and test["selected_on"] == [], test
+    assert test["lower"] == pytest.approx(0.0754, abs=1e-3) and test["lower_against"]["tau1"] == 2, test
+    test = _regret_of([1.0, 1.1, 0.9, 1.05], {1: 0.8, 2: 0.6, 3: 0.75}, {1: 10.0, 2: 10.0, 3: 10.0}, others=0)
+    assert test["verdict"] == "violated" and test["selected_on"] == [] and test["seeds"] == 3, test
+
+
+def test_the_margin_is_each_seeds_own_not_the_noise_of_a_mean() -> None:
+    """Seeds whose losses spread widely (0.3) around pairs that agree closely, the choice worse by exactly
+    1% of the mean loss: the floor '1% of the best's mean loss' moved with the seeds' mean more than the
+    pairs' noise allows, and 'violated' came 26% of the time (a review); with 1% of the other's loss seed
+    by seed, at most about REGRET_LEVEL (these 300 draws: 7, 2026-11-29)."""
+    from sim.plan import REGRET_LEVEL
+
+    rng = np.random.default_rng(8)
+    violated = 0
+    for _ in range(300):
+        shared = rng.normal(1.0, 0.3, 4)
+        rows = [list(shared + 0.01 + rng.normal(0, 0.0005, 4))]  # 1% of the mean loss, 1.0, worse
+        rows += [list(shared + rng.normal(0, 0.0005, 4)) for _ in range(3)]
+        violated += _regret_of(*rows, others=0)["verdict"] == "violated"
+    assert violated / 300 <= REGRET_LEVEL + 0.03, violated
 
 
 def test_the_picked_contender_errs_at_the_level_and_finds_what_bonferroni_misses() -> None:
-    """Six configurations as good as the choice but for the floor (1% better), 4 seeds with a shared
-    effect: 'violated' at most about REGRET_LEVEL of the time (these 300 draws: 21); and 29 configurations,
-    one better by four times a run's own noise: 'violated' in 82 of these 100 draws, where Bonferroni over
-    them (the rule before) said it in 22 (2026-11-29)."""
+    """Six configurations as good as the choice but for the margin (1% better), 4 seeds with a shared
+    effect: 'violated' at most about REGRET_LEVEL of the time (these 300 draws: 16); and 29 configurations,
+    one better by four times a run's own noise: 'violated' in 60 of these 100 draws, where Bonferroni over
+    them alone (the rule before) said it in 24 (2026-11-29)."""
     from sim.plan import REGRET_LEVEL
 
     rng = np.random.default_rng(5)
@@ -558,4 +586,4 @@ def test_the_picked_contender_errs_at_the_level_and_finds_what_bonferroni_misses
         rows = [list(shared + rng.normal(0, 0.02, 4)), list(shared - 0.08 + rng.normal(0, 0.02, 4))]
         rows += [list(shared + 0.02 + rng.normal(0, 0.02, 4)) for _ in range(28)]
         found += _regret_of(*rows, others=0)["verdict"] == "violated"
-    assert found >= 75, found
+    assert found >= 50, found
