@@ -45,7 +45,7 @@ def test_plan_ranks_simulates_and_compares(tiny, tmp_path) -> None:
     assert out["verdict"] == verdict(_summary_table(sims), sims)
     assert out["regret_test"]["seeds"] == 2 and out["ranked"] >= len(table)
     assert "trains at the eta the bound chose for it" in out["notes"]  # what the check compares (a probe)
-    assert ("--seeds 3 or more" in out["notes"]) == (out["verdict"] == "inconclusive")
+    assert ("--seeds 4 or more" in out["notes"]) == (out["verdict"] == "inconclusive")
     folder = tmp_path / "plan"
     for name in ("ranking.csv", "simulations.csv", "table.csv", "plan_result.json", "plan.json",
                  "plan-predicted-vs-measured.png", "plan-loss-vs-gossip.png"):  # fmt: skip
