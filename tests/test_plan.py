@@ -288,6 +288,10 @@ def test_verdict_judges_the_paired_regret_and_can_hold_fail_and_be_undecided() -
     assert _verdict_of([float("nan"), 1.1, 1.05], [1.0, 1.1, 1.05]) == "inconclusive"  # NaN: diverged there
     assert _verdict_of([1.2], [1.0]) == "inconclusive"  # one seed: no spread to judge by
     assert _verdict_of([1.005], [1.0]) == "inconclusive"
+    # every configuration diverged on some seed: the floor '1% of the best's mean loss' was inf, and a choice
+    # 5x worse on three seeds held (a review)
+    inf = float("inf")
+    assert _regret_of([inf, 5, 5, 5], [1, inf, 1, 1], [1, 1, inf, 1], others=0)["verdict"] == "inconclusive"
 
 
 @pytest.mark.parametrize(
