@@ -319,6 +319,10 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             else:
                 refuse_overwrite(point.config, inputs.get(i))
         _note_other_runs(Path(args.out), points)
+        if done:  # (their lines say "done" as this call's runs do: a probe could not tell them apart)
+            are = "is" if len(done) == 1 else "are"
+            print(f"dfl-sim: note: resume: {counted(len(done), 'run')} of {len(points)} had finished and "
+                  f"{are} reused, their results from then", file=sys.stderr)  # fmt: skip
     else:
         refuse_interrupted([Path(point.config.out) for point in points], "--resume continues the sweep")
     from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)

@@ -186,7 +186,7 @@ def test_a_plan_starts_a_simulation_again_whose_checkpoint_cannot_be_continued(
     pd.testing.assert_frame_equal(a, b, rtol=1e-6)
 
 
-def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkeypatch) -> None:
+def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkeypatch, capsys) -> None:
     """sweep.json held only the grid values of a run that finished before the Ctrl-C (its summary came at
     the sweep's end, or with --resume): it is now written as each run ends."""
     import json
@@ -206,7 +206,11 @@ def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkey
     monkeypatch.undo()
     assert main(["sweep", str(grid), "--out", str(tmp_path / "s")]) == 2  # it retrained from step 0
     assert (tmp_path / "s" / "steps=40" / "checkpoint.pt").is_file()
+    capsys.readouterr()
     assert main(["sweep", str(grid), "--out", str(tmp_path / "s"), "--resume"]) == 0
+    out, err = capsys.readouterr()  # the run that had finished: reused, and said so (its line says "done")
+    assert "dfl-sim: note: resume: 1 run of 2 had finished and is reused, their results from then" in err
+    assert out.count("(done)") == 2
 
 
 def test_a_ctrl_c_command_ends_by_sigint_so_that_a_shell_loop_stops(tiny, tmp_path, monkeypatch, capsys):
