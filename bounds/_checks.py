@@ -49,9 +49,9 @@ NUMPY_HEADERS = (b"\x93NUMPY", b"PK")
 
 
 def unreadable_reason(path: Path, exc: BaseException) -> str:
-    """Why numpy could not load ``path`` (``exc``, one of UNREADABLE_FILE_ERRORS), for an InputError: for a
-    file that is no numpy file at all, what it begins with (numpy reads such a file as a pickle and said
-    'This file contains pickled (object) data ... allow_pickle=' of a text file, a probe)."""
+    """Why ``np.load`` could not load ``path`` (its error ``exc``), for an InputError: for a file that is no
+    numpy file at all, that it is empty or what it begins with (numpy reads such a file as a pickle and said
+    'This file contains pickled (object) data ... allow_pickle=' of a text file, a probe); else ``exc``."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(16)
@@ -59,7 +59,7 @@ def unreadable_reason(path: Path, exc: BaseException) -> str:
         return str(exc)
     if head.startswith(NUMPY_HEADERS):
         return str(exc)
-    return f"no numpy file: it begins with {head!r}, not a .npy or .npz header"
+    return f"no numpy file: it begins with {head!r}, not a .npy or .npz header" if head else "it is empty"
 
 
 def absent_file(path: Path) -> str:

@@ -43,9 +43,10 @@ def overflow_note(bound: Any, expected_finite: Any = True) -> str:
             "small: its value is unknown, nan)",
         ),
     ]
-    where = "" if value.ndim == 0 else " at {} point(s)"
     return "; ".join(
-        f"the bound {what.format(where.format(int(at.sum())))}" for at, what in kinds if at.any()
+        f"the bound {what.format('' if at.ndim == 0 else f' at {int(at.sum())} point(s)')}"
+        for at, what in kinds
+        if at.any()
     )
 
 

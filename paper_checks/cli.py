@@ -6,8 +6,9 @@ The paper's claims, checked. Before the checks start, one line on stderr estimat
 take (:mod:`paper_checks.estimate`); a progress bar follows them, weighted by that estimate (or
 counting checks while some were never timed in that folder).
 
-Exit code 0 when the checks ran, whatever they found; 2 for bad arguments; 130 when stopped (Ctrl-C, or
-SIGTERM as `timeout` sends): the report of the checks that finished stays (it is rewritten after each check).
+Exit code 0 when the checks ran, whatever they found; 3 when some check could not run (its reason in the
+table); 2 for bad arguments; 1 when the report could not be written; 130 when stopped (Ctrl-C, or SIGTERM
+as `timeout` sends): the report of the checks that finished stays (it is rewritten after each check).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ from sim.host import retain_freed_memory
 __all__ = ["main"]
 
 
+COULD_NOT_RUN = 3
+"""The exit status where some check could not run (a verdict of any kind exits 0: a violated claim is a
+finding; a check without its data exited 0 too, and a script could not tell 'all ran' from 'none did', a
+probe)."""
+
+
 def _current_ids(ids: list[str] | None) -> list[str] | None:
     """``ids`` with the ids of before 2026-11-28 (:data:`~paper_checks.registry.RENAMED`) replaced by
     today's, each said once on stderr."""
@@ -43,7 +50,12 @@ def _current_ids(ids: list[str] | None) -> list[str] | None:
 @cli_entry("dfl-check")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dfl-check`` / ``python -m paper_checks``."""
-    parser = OneLineParser(prog="dfl-check", description="Check the DFL paper's claims against computation.")
+    parser = OneLineParser(
+        prog="dfl-check",
+        description="Check the DFL paper's claims against computation.",
+        epilog="exit status: 0 when the checks ran, whatever their verdicts; 3 when some check could not "
+        "run; 2 for bad arguments; 1 when the report could not be written; 130 when stopped",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="reduced grids (default)")
     mode.add_argument("--full", action="store_true", help="the full grids")
@@ -210,10 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"the checks that finished are in {out / 'report.md'} and cached in {out / 'cache'}"
                 if finished
                 else f"no check had finished; the simulations that did are kept in {out / 'runs'}"
+                if (out / "runs").is_dir()
+                else None  # (no runs/: none had simulated, and it named a folder that is not there: a probe)
             )
-            bar.write(
-                f"dfl-check: interrupted; {kept} (the same command continues from them)", file=sys.stderr
-            )
+            said = f"{kept} (the same command continues from them)" if kept else "no check had finished"
+            bar.write(f"dfl-check: interrupted; {said}", file=sys.stderr)
             return 130
         except OSError as exc:  # the report in --out could not be written (checked at the start: it changed)
             bar.write(f"dfl-check: error: {exc} (the checks that finished are cached in {out / 'cache'})",
@@ -237,13 +250,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r["status"] == "could not run":  # why, on the next line (the traceback is in report.json)
                 print(f"{'':<{width}}  {_first_line(r['summary'])}")
         print(f"report: {out / 'report.md'} and {out / 'report.json'}")
-    return 0
+    return COULD_NOT_RUN if any(r["status"] == "could not run" for r in results) else 0
 
 
 def _check_room(out: Path) -> None:
     """InputError, before any check runs, where something is in the way of what dfl-check writes in ``out``:
-    its cache folder, report.json, report.md (they were tracebacks after the first check had computed)."""
+    its cache folder, report.json, report.md (they were tracebacks after the first check had computed), its
+    figures folder (a file there dropped every figure with a line in report.md only, a probe)."""
     writable_folder(out / "cache", "--out's cache folder")
+    if (out / "figures").exists() and not (out / "figures").is_dir():
+        raise InputError(
+            f"--out = {str(out)!r}: {str(out / 'figures')!r} is a file (expected room for the figures folder)"
+        )
     for name in ("report.json", "report.md"):
         if (out / name).is_dir():
             raise InputError(

@@ -121,24 +121,29 @@ def _planned(
         max_tau1=grid["max_tau1"], max_tau2=grid["max_tau2"], eta=eta, eta_scales=grid.get("eta_scales", ()),
     )  # fmt: skip
     out = plan(config, settings, score=score, eta_rule=eta_rule)
-    chosen, best = out["chosen"], out["best_measured"]
+    keys = ("chosen", "best_measured", "bound_used", "spearman", "regret", "regret_test", "chosen_rank",
+            "constants")  # fmt: skip
+    evidence = {k: out[k] for k in keys}
+    return Outcome(out["verdict"], _plan_text(out, eta_rule is not None), {**evidence, "table": out["table"]})
+
+
+def _plan_text(out: dict[str, Any], eta_scaled: bool) -> str:
+    """What a planner check found, from :func:`sim.plan.plan`'s result ``out`` (JSON: non-finite numbers as
+    strings; a choice that diverged on every seed has regret "inf", and ``:.3g`` raised on it, a review)."""
+    result, chosen, best = (numbers_restored(x) for x in (out, out["chosen"], out["best_measured"]))
     among = (
         f"trained at it and at {', '.join(f'{s:g}' for s in ETA_SCALES)} times it, its eta"
-        if eta_rule
+        if eta_scaled
         else f"among {out['simulated']} simulated configurations its measured loss"
     )
     text = (
         f"The bound ({out['bound_used']}) chooses tau1 = {chosen['tau1']}, tau2 = {chosen['tau2']}, "
         f"eta = {chosen['eta']:.3g}; {among} ranks {out['chosen_rank']} of {out['simulated']} (regret "
-        f"{out['regret']:.3g}; the best: eta = {best['eta']:.3g}, loss {best['loss_mean']:.4g})"
+        f"{result['regret']:.3g}; the best: eta = {best['eta']:.3g}, loss {best['loss_mean']:.4g})"
     )
-    if not eta_rule:
-        text += f"; Spearman correlation of the ranking with the measured loss {out['spearman']:.2f}"
-    text += f". {_regret_text(out['regret_test'])}"
-    keys = ("chosen", "best_measured", "bound_used", "spearman", "regret", "regret_test", "chosen_rank",
-            "constants")  # fmt: skip
-    evidence = {k: out[k] for k in keys}
-    return Outcome(out["verdict"], text, {**evidence, "table": out["table"]})
+    if not eta_scaled:
+        text += f"; Spearman correlation of the ranking with the measured loss {result['spearman']:.2f}"
+    return text + f". {_regret_text(out['regret_test'])}"
 
 
 def _regret_text(test: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 from bounds import InputError
 from bounds.cli_tools import OneLineParser, cli_entry
 from plots.figures import RUN_PANELS, run_curves, save
-from sim.run_folder import FOLDER_MARKERS, json_object
+from sim.run_folder import FOLDER_MARKERS, json_object, json_object_or_none, run_ended
 
 IGNORED_SETTINGS = (
     "out",
@@ -165,29 +165,19 @@ def _ending_note(folder: Path, frame: pd.DataFrame) -> str:
     ' [diverged at step S]' for a run its summary says diverged (the 1000-fold loss rule stops a run whose
     loss is still finite); ' [summary.json unreadable]' (or config.json) where one is there but holds no JSON
     object (a cut-off summary.json drew a diverged run as finished, a probe); else ''."""
-    config, summary = json_object(folder / "config.json"), json_object(folder / "summary.json")
-    unreadable = [name for name in ("config.json", "summary.json") if _unreadable(folder / name)]
+    read = {name: json_object_or_none(folder / name) for name in ("config.json", "summary.json")}
+    unreadable = [name for name, value in read.items() if value is None]
     if unreadable:
         return f" [{' and '.join(unreadable)} unreadable]"
+    config, summary = read["config.json"] or {}, read["summary.json"] or {}
     steps, done = config.get("steps"), summary.get("steps")
-    short = isinstance(steps, int) and isinstance(done, int) and done < steps
     last = frame["step"].max() if "step" in frame else float("nan")
     if summary.get("diverged"):  # stopped by the loss rule with finite losses: no NaN for the curve to show
         return f" [diverged at step {done}]" if isinstance(done, int) else " [diverged]"
-    if not config or ((folder / "summary.json").exists() and not short):
+    if not config or run_ended(config, summary if (folder / "summary.json").exists() else None):
         return ""
     of = f" of {steps}" if isinstance(steps, int) else ""
     return f" [unfinished: step {last:g}{of}]" if last == last else " [unfinished]"
-
-
-def _unreadable(path: Path) -> bool:
-    """Whether ``path`` is there but holds no JSON object (cut off, not UTF-8, a folder, ...)."""
-    try:
-        return not isinstance(json.loads(path.read_text()), dict)
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError):
-        return True
 
 
 def labels(folders: list[Path]) -> list[str]:

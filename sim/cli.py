@@ -320,11 +320,17 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 refuse_overwrite(point.config, inputs.get(i))
         _note_other_runs(Path(args.out), points)
         if done:  # (their lines say "done" as this call's runs do: a probe could not tell them apart)
-            are = "is" if len(done) == 1 else "are"
+            are = "is reused, its result" if len(done) == 1 else "are reused, their results"
             print(f"dfl-sim: note: resume: {counted(len(done), 'run')} of {len(points)} had finished and "
-                  f"{are} reused, their results from then", file=sys.stderr)  # fmt: skip
+                  f"{are} from then", file=sys.stderr)  # fmt: skip
     else:
-        refuse_interrupted([Path(point.config.out) for point in points], "--resume continues the sweep")
+        of_a_sweep = (
+            Path(args.out) / "sweep.json"
+        ).is_file()  # (else a dfl-sim run's folder at a point's path)
+        how = (
+            "--resume continues the sweep" if of_a_sweep else "dfl-sim run --resume --out FOLDER continues it"
+        )
+        refuse_interrupted([Path(point.config.out) for point in points], how)
     from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)
 
     todo = [point.config for i, point in enumerate(points) if i not in done]

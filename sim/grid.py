@@ -101,8 +101,8 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
             )
         if values == [] and key.replace("-", "_") not in _FIELDS:  # (a bundle's, emptied: 'unknown key')
             raise InputError(
-                f"grid file {str(path)!r}: [grid] {key} = [] is empty (expected a non-empty list: of tables "
-                "for a bundle, or of values of a RunConfig field)"
+                f"grid file {str(path)!r}: [grid] {key} = [] is empty, and {key!r} is no RunConfig field "
+                "(expected a non-empty list: of tables for a bundle, or of values of a RunConfig field)"
             )
         name = _field(path, key)
         if name in _NOT_IN_GRID:

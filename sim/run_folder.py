@@ -32,10 +32,12 @@ __all__ = [
     "check_path_length",
     "finished_run",
     "json_object",
+    "json_object_or_none",
     "lock_folders",
     "refuse_interrupted",
     "refuse_other_kind",
     "release_folders",
+    "run_ended",
     "run_record",
     "shown_path",
 ]
@@ -80,22 +82,28 @@ _held: dict[Path, tuple[IO[str], int]] = {}  # folder (resolved) -> this process
 
 def refuse_interrupted(folders: Iterable[Path], how: str) -> None:
     """InputError where a fresh run (no ``--resume``) would start in a folder that holds an interrupted run
-    (a config.json and a checkpoint.pt, no summary.json): starting deletes its checkpoint
-    (:func:`sim.setup.prepare_outs`), and forgetting ``--resume`` after Ctrl-C lost 5,713 steps without a
-    word (a probe). ``how``: the flag's place in the message (``--resume continues it``). The command lines
-    call it; the library's callers (the planner, the paper checks) resume or restart by their own rules."""
+    (a config.json and a checkpoint.pt, and no summary.json of its steps, :func:`run_ended`): starting
+    deletes its checkpoint (:func:`sim.setup.prepare_outs`), and forgetting ``--resume`` after Ctrl-C lost
+    5,713 steps without a word (a probe). A folder another process is writing now is refused as in use
+    (:func:`lock_folders`), not as interrupted. ``how``: how to continue it, for the message. The command
+    lines call it; the library's callers (the planner, the paper checks) resume or restart by their own
+    rules."""
     for out in folders:
         try:
-            interrupted = all((out / m).is_file() for m in FOLDER_MARKERS["run"])
-            interrupted &= not (out / "summary.json").exists()
+            if not all((out / m).is_file() for m in FOLDER_MARKERS["run"]):
+                continue
+            summary = json_object(out / "summary.json") if (out / "summary.json").exists() else None
         except OSError:  # a name too long, say: the run's own checks of its folder name it
             continue
-        if interrupted:
-            raise InputError(
-                f"out = {shown_path(out)} holds an interrupted run (its checkpoint.pt, no summary.json), "
-                f"which a new run there would delete: {how} (expected --resume, another --out, or its "
-                "checkpoint.pt removed to start again)"
-            )
+        if run_ended(run_record(out), summary):
+            continue
+        lock_folders([out])  # (a live run's folder: "in use by another run (process N)")
+        release_folders([out])
+        raise InputError(
+            f"out = {shown_path(out)} holds an interrupted run (a checkpoint.pt, no summary.json of its "
+            f"steps), which a new run there would delete: {how} (expected --resume, another --out, or its "
+            "checkpoint.pt removed to start again)"
+        )
 
 
 def lock_folders(folders: Iterable[Path]) -> None:
@@ -160,11 +168,31 @@ def run_record(folder: Path) -> dict[str, Any]:
 
 def json_object(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; {} where the file is missing, unreadable or holds no object."""
+    return json_object_or_none(path) or {}
+
+
+def json_object_or_none(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; {} where there is no file, None where one is there but holds no JSON
+    object (cut off, not UTF-8, a folder, another JSON value)."""
     try:
         value = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return {}
-    return value if isinstance(value, dict) else {}
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def run_ended(config: dict[str, Any], summary: dict[str, Any] | None) -> bool:
+    """Whether a run folder's run ended, from its config.json and its summary.json (None: there is none): its
+    summary says it diverged, or holds config.json's steps (a finished run resumed with a larger --steps
+    keeps its old summary until it ends)."""
+    if summary is None:
+        return False
+    steps, done = config.get("steps"), summary.get("steps")
+    return bool(summary.get("diverged")) or not (
+        isinstance(steps, int) and isinstance(done, int) and done < steps
+    )
 
 
 PATH_MAX = 4096

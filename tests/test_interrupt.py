@@ -109,11 +109,46 @@ def test_cli_says_how_to_continue_and_exits_130(tiny, tmp_path, capsys, monkeypa
     checkpoint = (tmp_path / "r" / "checkpoint.pt").read_bytes()
     assert main(argv) == 2  # the same command without --resume deleted the checkpoint in silence (a probe)
     err = capsys.readouterr().err
-    assert f"out = '{tmp_path / 'r'}' holds an interrupted run (its checkpoint.pt, no summary.json)" in err
+    said = "holds an interrupted run (a checkpoint.pt, no summary.json of its steps)"
+    assert f"out = '{tmp_path / 'r'}' {said}" in err
     assert "--resume continues it (expected --resume, another --out, or its checkpoint.pt removed" in err
     assert (tmp_path / "r" / "checkpoint.pt").read_bytes() == checkpoint
     assert main([*argv, "--resume"]) == 0
     assert main(argv) == 0  # finished: a fresh run replaces it, as before
+
+
+def test_a_fresh_run_leaves_a_resumed_then_interrupted_run_and_a_live_one_alone(
+    tiny, tmp_path, capsys, monkeypatch
+) -> None:
+    """A finished run resumed to more steps and stopped keeps its old summary.json (of fewer steps): it was
+    not taken for interrupted, and a fresh run deleted the newer checkpoint; a run writing its folder now
+    was called interrupted, where it is in use (a review)."""
+    import subprocess
+    import sys
+
+    argv = ["run", "--dataset", f"npz:{tiny}", "--model", "logreg", "--nodes", "6", "--steps", "10",
+            "--out", str(tmp_path / "r")]  # fmt: skip
+    assert main(argv) == 0
+    monkeypatch.setattr(sim.loop, "interrupt_requested", lambda: True)
+    assert main([*argv[:-4], "--steps", "30", "--out", str(tmp_path / "r"), "--resume"]) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert (
+        "holds an interrupted run (a checkpoint.pt, no summary.json of its steps)" in capsys.readouterr().err
+    )
+    holder = subprocess.Popen(  # the run's own process, as far as the lock tells (flock: another process)
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, "
+         "fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(tmp_path / "r" / ".dfl-sim.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert main(argv) == 2
+        assert "is in use by another run" in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_an_interrupted_plan_continues_its_simulation_to_the_unbroken_one(
@@ -209,7 +244,7 @@ def test_an_interrupted_cli_sweep_lists_its_finished_runs(tiny, tmp_path, monkey
     capsys.readouterr()
     assert main(["sweep", str(grid), "--out", str(tmp_path / "s"), "--resume"]) == 0
     out, err = capsys.readouterr()  # the run that had finished: reused, and said so (its line says "done")
-    assert "dfl-sim: note: resume: 1 run of 2 had finished and is reused, their results from then" in err
+    assert "dfl-sim: note: resume: 1 run of 2 had finished and is reused, its result from then" in err
     assert out.count("(done)") == 2
 
 

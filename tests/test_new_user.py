@@ -678,3 +678,9 @@ def test_a_file_that_is_no_numpy_file_is_named_so(capsys, tiny, tmp_path) -> Non
         load_npz(text)
     err = _one_line_error(capsys, [*_base(tiny, tmp_path / "r"), "--init-params", str(text)])
     assert re.search(said, err) and "pickle" not in err, err
+    (tmp_path / "empty.npy").write_bytes(b"")
+    with pytest.raises(InputError, match=r"or whitespace/comma text\): it is empty$"):
+        load_matrix(tmp_path / "empty.npy")
+    (tmp_path / "m.txt").write_text("0.5 0.5\n0.5 x\n")  # a text matrix keeps its own reason (a review)
+    with pytest.raises(InputError, match="could not convert string 'x' to float64 at row 1, column 2"):
+        load_matrix(tmp_path / "m.txt")

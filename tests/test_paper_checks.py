@@ -228,7 +228,7 @@ def test_paired_verdict_decides_by_a_paired_t_test_at_the_family_level() -> None
 
 def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
-    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar", "--json"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar", "--json"]) == 3  # (it was 0)
     (result,) = json.loads(capsys.readouterr().out)
     assert result["status"] == "could not run" and "--cifar-dir" in result["summary"]
     assert not list((tmp_path / "cache").glob("fig7-cifar*"))  # a failure is not cached
@@ -237,7 +237,7 @@ def test_cifar_check_without_data_says_how_to_give_it(tmp_path, capsys, monkeypa
 def test_a_check_that_could_not_run_says_why_on_the_terminal(tmp_path, capsys, monkeypatch) -> None:
     """The table and the progress line give the reason (not only report.json)."""
     monkeypatch.delenv("DFLKIT_CIFAR10_DIR", raising=False)
-    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar"]) == 0
+    assert main(["--quick", "--out", str(tmp_path), "--only", "fig7-cifar"]) == 3
     captured = capsys.readouterr()
     table = captured.out.splitlines()
     row = next(i for i, line in enumerate(table) if line.startswith("fig7-cifar"))
@@ -351,7 +351,7 @@ def test_a_partial_report_says_so_and_a_long_summary_stays_one_table_row(tmp_pat
 
     broken = dataclasses.replace(REGISTERED["zeta-values"], run=two_lines)
     monkeypatch.setitem(REGISTERED, "zeta-values", broken)
-    assert main(["--out", str(tmp_path), "--only", "zeta-values", "fig3-variance"]) == 0
+    assert main(["--out", str(tmp_path), "--only", "zeta-values", "fig3-variance"]) == 3  # (could not run)
     report = (tmp_path / "report.md").read_text()
     assert f"**Partial report:** 2 of the {len(REGISTERED)} checks" in report and "fig7-tau2" in report
     (row,) = [line for line in report.splitlines() if line.startswith("| zeta-values |")]
@@ -393,7 +393,7 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 130, done.stderr[-2000:]
     if stopped_in == "zeta-values":
-        assert "interrupted; no check had finished; the simulations that did are kept in" in done.stderr
+        assert "interrupted; no check had finished\n" in done.stderr  # (no runs/ to name: none simulated)
         assert not (tmp_path / "report.md").exists()
         return
     assert "interrupted; the checks that finished are in" in done.stderr
@@ -632,12 +632,39 @@ def test_fig7_and_fig8_share_their_common_run(quick: bool) -> None:
 
 def test_the_planner_checks_read_non_finite_numbers_from_the_plans_json() -> None:
     """A plan's result writes non-finite numbers as strings ("inf" for a choice that diverged on every
-    seed): the text of the planner checks raised on them (2026-11-29)."""
-    from paper_checks.planner import _regret_text
+    seed, "nan" for an undefined Spearman): the text of the planner checks raised on them (2026-11-29; its
+    regret test's part first, then the rest, a review)."""
+    from paper_checks.planner import _plan_text
 
     test = {"paired_regret": "inf", "lower": "-inf", "upper": "inf", "margin": 0.01, "seeds": 2,
             "lower_against": {"tau1": 1, "tau2": 8, "eta": 0.008}, "selected_on": []}  # fmt: skip
-    text = _regret_text(test)
+    chosen = {"tau1": 1, "tau2": 8, "eta": 0.008}
+    out = {"bound_used": "non-iid", "chosen": chosen, "best_measured": {**chosen, "loss_mean": "inf"},
+           "simulated": 4, "chosen_rank": 1, "regret": "inf", "spearman": "nan",
+           "regret_test": test}  # fmt: skip
+    text = _plan_text(out, eta_scaled=False)
     assert (
-        text.startswith("Its paired regret is inf (diverged?)") and "lower bound is -inf against" in text
-    ), text
+        "(regret inf; the best: eta = 0.008, loss inf); Spearman correlation" in text
+        and "measured loss nan" in text
+    )
+    assert "Its paired regret is inf (diverged?)" in text and "lower bound is -inf against" in text, text
+
+
+def test_room_for_the_figures_and_a_stop_before_any_simulation(tmp_path, capsys, monkeypatch) -> None:
+    """A file named figures in --out dropped every figure with a line in report.md only; a stop before any
+    check finished named OUT/runs, which no check had made (a probe)."""
+    import paper_checks.report
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "figures").write_text("")
+    assert main(["--only", "zeta-values", "--out", str(out)]) == 2
+    assert "figures' is a file (expected room for the figures folder)" in capsys.readouterr().err
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(paper_checks.report, "run_checks", stopped)
+    assert main(["--only", "zeta-values", "--out", str(tmp_path / "other")]) == 130
+    err = capsys.readouterr().err
+    assert "dfl-check: interrupted; no check had finished\n" in err and "runs" not in err, err

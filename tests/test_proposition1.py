@@ -312,6 +312,9 @@ def test_bound_grid_names_itself_and_an_empty_axis() -> None:
         bound_grid(tau1=[1, 2], tau2=[3], zeta=[0.5], L=1)
     with pytest.raises(InputError, match=r"^tau1 = \[\] is empty"):
         bound_grid(tau1=[], tau2=[3], zeta=[0.5], L=1, sigma2=1, N=10, eta=0.01, T=1000, gap=1)
+    # a misspelt constant beside the right one was dfl_bound's TypeError too (a probe)
+    with pytest.raises(InputError, match=r"^bound_grid got an unknown argument sigm2 \(sigma2\?\)"):
+        bound_grid(tau1=[1], tau2=[3], zeta=[0.5], L=1, sigma2=1, N=10, eta=0.01, T=1000, gap=1, sigm2=1)
 
 
 def test_bound_grid_names_the_axes_as_given_and_refuses_a_grid_beyond_memory() -> None:

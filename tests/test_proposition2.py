@@ -176,6 +176,10 @@ def test_a_nan_bound_is_not_called_an_overflow_to_inf() -> None:
     r = cdfl_bound(**{**BASE, "mu": 1e-160})
     assert np.isnan(r.bound) and "overflows float64" not in r.message, r.message
     assert r.message.startswith("the bound cannot be evaluated in float64 (an intermediate value overflows")
+    from bounds.result import overflow_note
+
+    assert "cannot be evaluated in float64 at 2 point(s)" in overflow_note(np.nan, [True, True])  # (a review)
+    assert overflow_note(np.array([np.inf, np.nan]), [True, False]).endswith("finite value)")
 
 
 def _worst_case_by_linear_programme(

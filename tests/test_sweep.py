@@ -277,7 +277,7 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         ("[grid]\nseed = []\n", "expected a non-empty list"),
         (
             "[grid]\nmethod = []\n",
-            "[grid] method = [] is empty (expected a non-empty list: of tables",
+            "[grid] method = [] is empty, and 'method' is no RunConfig field (expected a non-empty list",
         ),  # a bundle
         ("[grid]\nmodel = ['logreg', 'lstsq']\n", "'model' cannot vary"),
         ("[grid]\nsed = [1]\n", "unknown key 'sed'"),

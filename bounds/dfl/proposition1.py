@@ -22,6 +22,8 @@ eta_max must pass its own condition.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -405,6 +407,15 @@ def bound_grid(*, tau1: Any, tau2: Any, zeta: Any, **scalars: Any) -> DFLBound:
     if missing:  # (dfl_bound's TypeError named dfl_bound)
         raise InputError(
             f"bound_grid needs {', '.join(missing)} (expected the keyword arguments of dfl_bound)"
+        )
+    known = set(inspect.signature(dfl_bound).parameters) - {"tau1", "tau2", "zeta"}
+    unknown = sorted(set(scalars) - known)
+    if unknown:  # (a TypeError naming dfl_bound: sigm2 = 1 beside sigma2, a probe)
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise InputError(
+            f"bound_grid got an unknown argument {unknown[0]}"
+            + (f" ({close[0]}?)" if close else "")
+            + f" (expected the keyword arguments of dfl_bound: {', '.join(sorted(known))})"
         )
     t1, t2, z = np.meshgrid(axes["tau1"], axes["tau2"], axes["zeta"], indexing="ij")
     return dfl_bound(tau1=t1, tau2=t2, zeta=z, **scalars)

@@ -336,7 +336,7 @@ def load_matrix(path: str | Path) -> Matrix:
         raise InputError(
             f"matrix file {str(file)!r} could not be read as an N x N matrix "
             f"(.npy, .npz with key 'C' or a scipy sparse matrix, or whitespace/comma text): "
-            f"{unreadable_reason(file, exc)}"
+            f"{unreadable_reason(file, exc) if file.suffix in ('.npy', '.npz') else exc}"
         ) from None
     if math.prod(C.shape) == 0:  # (a 0-d array has one number: check_mixing_matrix refuses it)
         raise InputError(f"matrix file {str(file)!r} holds no numbers (expected N rows of N numbers)")
