@@ -735,8 +735,10 @@ def _plan_in(
         for seed in range(config.seed, config.seed + settings.seeds)
     ]
     current = []  # the measurements of this ranking's choices (the folder may hold others' too)
+    reused = 0  # (a rerun said nothing of what it had not trained again, a probe)
     for i, (row, seed) in enumerate(jobs, 1):
         found = [r for r in records if _same_configuration(r, row, seed)]
+        reused += bool(found)
         if not found:
             if interrupt_requested():  # Ctrl-C during the estimate or between simulations
                 raise RunInterrupted(f"interrupted before simulation {i} of {len(jobs)}; {i - 1} are kept")
@@ -774,7 +776,11 @@ def _plan_in(
         "simulated": len(table),
         "ranked": len(ranking),
         "verdict": test["verdict"],
-        "notes": "; ".join(_notes(table, settings, bound, constants, test)),
+        "notes": "; ".join(
+            _notes(table, settings, bound, constants, test)
+            + [f"{reused} of {len(jobs)} simulations reused from this folder's simulations.csv"]
+            * (reused > 0)
+        ),
         "regret_test": {k: v for k, v in test.items() if k != "verdict"},
         "constants": constants,
         "budget_seconds": settings.budget_seconds,

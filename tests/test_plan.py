@@ -67,6 +67,8 @@ def test_plan_resumes_without_rerunning_and_refuses_other_settings(tiny, tmp_pat
     monkeypatch.setattr(plan_module, "run", no_training)
     again = plan(_config(tiny, tmp_path, threads=1, log_every=7), SETTINGS)  # neither shapes the problem
     assert again["table"] == first["table"] and again["spearman"] == first["spearman"]
+    assert "simulations reused" not in first["notes"]  # a rerun says what it did not train again (a probe)
+    assert "8 of 8 simulations reused from this folder's simulations.csv" in again["notes"]
     with pytest.raises(InputError, match="another problem: nodes = 4 there, 6 now"):
         plan(_config(tiny, tmp_path, nodes=6), SETTINGS)
     with pytest.raises(InputError, match="another problem: hessian_iters = 5 there, 6 now"):
