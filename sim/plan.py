@@ -569,8 +569,8 @@ def _excess(chosen: pd.Series, other: pd.Series) -> pd.Series:
 
 
 SELECTION_SHARE = 3
-"""With 3 or more seeds and 2 or more other configurations, the first 1 / SELECTION_SHARE of the seeds (at
-least one) pick the contender that :func:`_violation_bound` tests on the rest."""
+"""With n >= 3 seeds and 2 or more other configurations, the first max(1, n // SELECTION_SHARE) seeds pick
+the contender that :func:`_violation_bound` tests on the rest."""
 
 
 def _violation_bound(chosen: pd.Series, others: dict[Any, pd.Series]) -> tuple[float, Any, list[Any]]:
@@ -582,9 +582,9 @@ def _violation_bound(chosen: pd.Series, others: dict[Any, pd.Series]) -> tuple[f
     choice 0.76 worse than a contender was inconclusive. So, with n >= 3 seeds and 2 or more other
     configurations, half the level goes to sample splitting: the contender with the lowest mean loss on the
     first max(1, n // SELECTION_SHARE) seeds (among the configurations that ran all of those seeds and at
-    least 2 of the testing seeds: which ran, not their losses) is tested alone
-    on the other seeds (the seeds are independent draws, so the one picked is independent of the seeds that
-    test it: one comparison), and half to Bonferroni; either bound above 0 is a violation. (Splitting alone
+    least 2 of the testing seeds: which ran, not their losses) is tested alone on the other seeds (the seeds
+    are independent draws, so the one picked is independent of the seeds that test it: one comparison), and
+    half to Bonferroni; either bound above 0 is a violation. (Splitting alone
     missed what Bonferroni found with 3 seeds, few contenders, or a noisy contender lucky on the picking seed:
     2 contenders, 3 seeds, one 0.12 better: violated 63% against Bonferroni's 91%, a review; the two halves
     together: 74%.)"""
