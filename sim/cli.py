@@ -324,11 +324,10 @@ def _cmd_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"dfl-sim: note: resume: {counted(len(done), 'run')} of {len(points)} had finished and "
                   f"{are} from then", file=sys.stderr)  # fmt: skip
     else:
-        of_a_sweep = (
-            Path(args.out) / "sweep.json"
-        ).is_file()  # (else a dfl-sim run's folder at a point's path)
-        how = (
-            "--resume continues the sweep" if of_a_sweep else "dfl-sim run --resume --out FOLDER continues it"
+        how = (  # (no sweep.json: a dfl-sim run's folder at a point's path)
+            "--resume continues the sweep"
+            if (Path(args.out) / "sweep.json").is_file()
+            else "dfl-sim run --resume --out FOLDER continues it"
         )
         refuse_interrupted([Path(point.config.out) for point in points], how)
     from sim.sweep import check_sweep  # torch, after every point was validated (a bad one answers at once)

@@ -544,9 +544,11 @@ def regret_test(table: pd.DataFrame, sims: pd.DataFrame) -> dict[str, Any]:
     losses = {i: _seed_losses(sims, row) for i, row in table.iterrows()}
     chosen, others = losses[table.index[0]], list(table.index[1:])
     against_best = (chosen - losses[best]).dropna()
-    excess = [_excess(chosen, losses[j]) for j in others]
-    uppers = [_mean_bounds(e, 1)[1] for e in excess]
-    lower, against, selected_on = _violation_bound(chosen, {j: losses[j] for j in others})
+    excess = {j: _excess(chosen, losses[j]) for j in others}
+    uppers = [_mean_bounds(e, 1)[1] for e in excess.values()]
+    lower, against, selected_on = _violation_bound(
+        sorted(chosen.index), {j: losses[j] for j in others}, excess
+    )
     out: dict[str, Any] = {
         "paired_regret": float(against_best.mean()) if len(against_best) else float("nan"),
         "best_loss": float(table.loc[best, "loss_mean"]),
@@ -555,7 +557,7 @@ def regret_test(table: pd.DataFrame, sims: pd.DataFrame) -> dict[str, Any]:
         "selected_on": selected_on,
         "upper": max(uppers, default=-np.inf),
         "margin": REGRET_MARGIN,
-        "seeds": min(len(d) for d in [against_best, *excess]),
+        "seeds": min(len(d) for d in [against_best, *excess.values()]),
     }
     holds = bool(others) and all(upper <= 0 for upper in uppers)
     verdict_ = "violated" if lower > 0 else "holds" if holds else "inconclusive"
@@ -573,9 +575,13 @@ SELECTION_SHARE = 3
 the contender that :func:`_violation_bound` tests on the rest."""
 
 
-def _violation_bound(chosen: pd.Series, others: dict[Any, pd.Series]) -> tuple[float, Any, list[Any]]:
+def _violation_bound(
+    seeds: list[Any], others: dict[Any, pd.Series], excess: dict[Any, pd.Series]
+) -> tuple[float, Any, list[Any]]:
     """The lower confidence bound on a mean of :func:`_excess` that decides ``violated`` (level REGRET_LEVEL
-    in all), the configuration it is against and the seeds that picked it (empty for Bonferroni's).
+    in all), the configuration it is against and the seeds that picked it (empty for Bonferroni's), from
+    the choice's ``seeds`` in order, the other configurations' losses by seed and the choice's excess over
+    each.
 
     Bonferroni over the other configurations (level REGRET_LEVEL / (configurations - 1), the largest bound)
     is weak among many: with 29 contenders its t quantile is about 185 with 2 seeds and 8.5 with 4, and a
@@ -584,13 +590,11 @@ def _violation_bound(chosen: pd.Series, others: dict[Any, pd.Series]) -> tuple[f
     first max(1, n // SELECTION_SHARE) seeds (among the configurations that ran all of those seeds and at
     least 2 of the testing seeds: which ran, not their losses) is tested alone on the other seeds (the seeds
     are independent draws, so the one picked is independent of the seeds that test it: one comparison), and
-    half to Bonferroni; either bound above 0 is a violation. (Splitting alone
-    missed what Bonferroni found with 3 seeds, few contenders, or a noisy contender lucky on the picking seed:
-    2 contenders, 3 seeds, one 0.12 better: violated 63% against Bonferroni's 91%, a review; the two halves
-    together: 74%.)"""
+    half to Bonferroni; either bound above 0 is a violation. (Splitting alone missed what Bonferroni found
+    with 3 seeds, few contenders, or a noisy contender lucky on the picking seed: 2 contenders, 3 seeds, one
+    0.12 better: violated 63% against Bonferroni's 91%, a review; the two halves together: 74%.)"""
     if not others:
         return -np.inf, None, []
-    seeds = sorted(chosen.index)
     k = max(1, len(seeds) // SELECTION_SHARE)
     picking, testing = seeds[:k], seeds[k:]
     can_pick = [
@@ -599,11 +603,11 @@ def _violation_bound(chosen: pd.Series, others: dict[Any, pd.Series]) -> tuple[f
         if loss.reindex(picking).notna().all() and loss.reindex(testing).notna().sum() >= 2
     ]  # (which seeds ran, not their losses: the pick stays independent of the testing seeds)
     halves = 2 if len(seeds) >= 3 and len(others) >= 2 and can_pick else 1
-    bounds = {j: _mean_bounds(_excess(chosen, loss), halves * len(others))[0] for j, loss in others.items()}
+    bounds = {j: _mean_bounds(e, halves * len(others))[0] for j, e in excess.items()}
     against = max(bounds, key=lambda j: bounds[j])
     if halves == 2:
         picked = min(can_pick, key=lambda j: float(others[j].reindex(picking).mean()))  # (a tie: table order)
-        tested = _mean_bounds(_excess(chosen, others[picked]).reindex(testing).dropna(), 2)[0]
+        tested = _mean_bounds(excess[picked].reindex(testing).dropna(), 2)[0]
         if tested > bounds[against]:
             return tested, picked, picking
     return bounds[against], against, []
@@ -713,8 +717,9 @@ def _plan_in(
         constants = saved["constants"]
     else:
         constants = estimate_constants(config, settings)
-    saved = {"problem": problem, "constants": constants}
-    atomic_write(state, lambda tmp: tmp.write_text(json.dumps(jsonable(saved))))
+    if saved is None or saved.get("problem") != problem:  # (new, or written before it kept its inputs)
+        saved = {"problem": problem, "constants": constants}
+        atomic_write(state, lambda tmp: tmp.write_text(json.dumps(jsonable(saved))))
     ranking, bound = _ranking(config, settings, constants, score)
     _atomic_csv(ranking, out / "ranking.csv")
     chosen = _choose(ranking, settings, config.seed)
