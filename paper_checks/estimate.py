@@ -223,8 +223,9 @@ class Estimate:
         others = {k: s for k, s in self.per_check.items()
                   if s is not None and k not in self.simulating and k not in self.needs_cifar}  # fmt: skip
         if others:
-            parts.append(f"{counted(len(others), 'other check')} {_duration(sum(others.values()))} (as last "
-                         "timed here, 0 when cached)")  # fmt: skip
+            took = _duration(sum(others.values()))
+            parts.append(f"{counted(len(others), 'check')} without simulations {took} (as last timed here, 0 "
+                         "when cached)")  # fmt: skip
         if self.untimed:
             parts.append(f"{len(self.untimed)} never timed here ({', '.join(self.untimed)}): not counted")
         if self.needs_cifar:  # (counted as 0 s and simulating, without a word: a probe)

@@ -173,12 +173,13 @@ def named_checks(ids: list[str] | None) -> list[Check]:
     """The checks ``ids`` names (all without ids), in registry order. InputError naming every unknown id,
     with the ids close to them (``fig7``: fig7-tau2, fig7-cifar), else all of them."""
     load_checks()
-    unknown = [i for i in ids or [] if i not in CHECKS]
-    if unknown:
-        close = [c for c in CHECKS if any(c.startswith(i) for i in unknown)]
-        close += [c for i in unknown for c in difflib.get_close_matches(i, CHECKS, n=3) if c not in close]
+    unknown = list(dict.fromkeys(i for i in ids or [] if i not in CHECKS))
+    if unknown:  # (quoted: an empty id printed as nothing, and every id was 'close' to it: a probe)
+        named = [i.strip() for i in unknown if i.strip()]
+        close = [c for c in CHECKS if any(c.startswith(i) for i in named)]
+        close += [c for i in named for c in difflib.get_close_matches(i, CHECKS, n=3) if c not in close]
         raise InputError(
-            f"--only names unknown checks: {', '.join(unknown)} (expected ids dfl-check --list names"
-            + (f"; close: {', '.join(close)})" if close else f": {', '.join(CHECKS)})")
+            f"--only names unknown checks: {', '.join(map(repr, unknown))} (expected ids dfl-check --list "
+            + (f"names; close: {', '.join(close)})" if close else f"names: {', '.join(CHECKS)})")
         )
     return [chk for chk in CHECKS.values() if not ids or chk.id in ids]

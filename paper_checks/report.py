@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from bounds import InputError
+from bounds.serialize import jsonable
 from paper_checks.cache import pending, run_one
 from paper_checks.context import CheckContext
 from paper_checks.overlap import overlaps, run_overlapped
 from paper_checks.presweep import presweep, presweeps
 from paper_checks.registry import CHECKS, Check, load_checks, named_checks
 
-__all__ = ["run_checks", "select", "write_report"]
+__all__ = ["report_document", "run_checks", "select", "write_report"]
 
 
 def select(
@@ -158,6 +159,27 @@ def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
     return made
 
 
+def report_document(
+    results: list[dict[str, Any]], quick: bool, progress: tuple[int, int] | None, left_out: list[str]
+) -> dict[str, Any]:
+    """report.json's content: ``mode`` ('quick' / 'full'), ``complete`` (False while the checks run, so in
+    the report of a run that stopped), ``done`` and ``selected`` (checks finished, of those chosen),
+    ``left_out`` (the registered checks not chosen, ``--only``; empty while in progress, where it is not yet
+    known which will run) and ``checks`` (each check's record: id, ref, claim, method, status, summary,
+    evidence, seconds, fingerprint, cached). It was the bare list of records, the same in a stopped run's
+    report as in a finished one's: a script could not tell them apart (report.md said so at its top)."""
+    return jsonable(
+        {
+            "mode": "quick" if quick else "full",
+            "complete": progress is None,
+            "done": len(results),
+            "selected": progress[1] if progress else len(results),
+            "left_out": [] if progress else left_out,
+            "checks": results,
+        }
+    )
+
+
 def write_report(
     results: list[dict[str, Any]],
     out: Path,
@@ -170,12 +192,17 @@ def write_report(
     a report written while the checks run, after the i-th of n (``figures`` False: they come at the end),
     which says so at its top. ``figures/`` keeps only this report's figures, none while it is in progress (an
     earlier run's figures of checks not in it, or of a figure not drawn now, would pass for this run's; an
-    interrupted run left them all beside its report in progress)."""
+    interrupted run left them all beside its report in progress).
+
+    report.json is :func:`report_document`: the results under ``checks``, with what report.md says at its
+    top (the mode, whether the run is complete, the checks left out)."""
     from sim.run_folder import atomic_write
 
-    atomic_write(out / "report.json", lambda tmp: tmp.write_text(json.dumps(results, indent=1)))
     load_checks()
     left_out = [i for i in CHECKS if i not in {r["id"] for r in results}]
+    document = report_document(results, quick, progress, left_out)
+    text = json.dumps(document, indent=1, allow_nan=False)
+    atomic_write(out / "report.json", lambda tmp: tmp.write_text(text))
     lines = [
         f"# dflkit paper checks ({'quick' if quick else 'full'})",
         "",

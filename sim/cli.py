@@ -6,7 +6,7 @@
                  [the run flags: --dataset --model --partition --topology --nodes ... --eta to fix eta]
     dfl-sim plan --algorithm cdfl --budget-bits B --mu MU --G2 G [...]   (C-DFL, Lemma 13)
     dfl-sim sweep GRID.toml [--out DIR] [--resume] [--json]   (a grid of runs stacked as one sweep)
-    dfl-sim bench [--quick] [--json] [--device cpu|cuda]
+    dfl-sim bench [--quick] [--json] [--device cpu|cuda] [--threads T]
     dfl-sim versus gossipy [--nodes N [N ...]] [--node-steps S] [--repeats K] [--threads T]
                            [--dataset mnist|cifar10 --data-dir DIR] [--json]   (against another simulator)
 
@@ -442,8 +442,15 @@ def _sweep_in(
 
 
 def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
     from sim.bench import run_benchmarks
 
+    if args.threads is not None:  # (it had no such flag: torch's default, every core, whatever their load)
+        if args.threads < 0:
+            raise InputError(f"--threads = {args.threads} (expected a whole number >= 0; 0 = the free cores)")
+        check_threads(args.threads)
+        torch.set_num_threads(args.threads or automatic_threads())
     out = run_benchmarks(quick=args.quick, device=args.device)
     if args.distributed:
         from sim.bench import distributed_benchmark
@@ -533,6 +540,8 @@ def _parser() -> OneLineParser:
     b.add_argument("--quick", action="store_true", help="fewer sizes and repeats (about a minute on 2 cores)")
     b.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:INDEX")
     b.add_argument("--distributed", action="store_true", help="also P = 1 and 2 gloo processes")
+    b.add_argument("--threads", type=int, help="torch threads (default: torch's, every core this process "
+                   "may use; 0: the free cores)")  # fmt: skip
     b.add_argument("--json", action="store_true", help="print one JSON object (the ratios at its top level)")
     b.set_defaults(run=_cmd_bench)
     v = sub.add_parser("versus", help="node-steps per second end to end against another DFL simulator")

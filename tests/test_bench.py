@@ -331,3 +331,26 @@ def test_the_full_bench_reports_the_compiled_step_at_its_top_level(monkeypatch: 
     assert out["compiled_step_N2_B2"]["compiled"]["over_eager"] == 1.5
     assert out["step_compiled_over_eager"] == 1.5
     assert out["step_cuda_graph_over_eager"] is None  # failed: no ratio
+
+
+def test_bench_takes_threads_and_refuses_bad_counts(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``dfl-sim bench`` had no --threads (torch's default, every core, whatever their load; a probe):
+    --threads T benchmarks with T torch threads, 0 with the free cores, and a count above the usable cores
+    or below 0 is refused with one line."""
+    import json
+
+    from sim.host import allowed_cpus
+
+    monkeypatch.setattr(bench, "run_benchmarks", lambda quick, device: {"threads": torch.get_num_threads()})
+    kept = torch.get_num_threads()
+    try:
+        assert main(["bench", "--quick", "--json", "--threads", "1"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"threads": 1}
+        assert main(["bench", "--quick", "--json", "--threads", "0"]) == 0
+        assert 1 <= json.loads(capsys.readouterr().out)["threads"] <= len(allowed_cpus())
+    finally:
+        torch.set_num_threads(kept)
+    for bad in ("-1", str(len(allowed_cpus()) + 1)):
+        assert main(["bench", "--quick", "--threads", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dfl-sim: error: ") and err.count("\n") == 1 and bad in err, err

@@ -97,6 +97,7 @@ def test_estimate_counts_planned_runs_timed_and_untimed_checks(tiny, tmp_path, m
         "2 simulations" in line
         and "never timed here (fresh)" in line
         and "20.0 ms per local node-step" in line
+        and "; 2 checks without simulations 42 s (as last timed here" in line  # (was "2 other checks")
     )
 
 

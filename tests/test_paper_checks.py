@@ -46,7 +46,7 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     main_thread = {check_id for _, _, check_id, thread in calls if thread is threading.main_thread()}
     assert main_thread == {"fig9-zeta"}  # the others came from the background process
     assert main(["--quick", "--out", str(tmp_path), "--json", "--only", *THEORY]) == 0
-    cached = {r["id"]: r["cached"] for r in json.loads((tmp_path / "report.json").read_text())}
+    cached = {r["id"]: r["cached"] for r in json.loads((tmp_path / "report.json").read_text())["checks"]}
     assert cached == {i: not CHECKS[i].on_device for i in THEORY}  # the planner's two ran now, on the CPU
     results = json.loads(capsys.readouterr().out)
     assert all({"id", "claim", "status", "evidence"} <= r.keys() and r["status"] in STATUSES for r in results)
@@ -63,11 +63,14 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     assert "could not run" not in status.values()
     report = (tmp_path / "report.md").read_text()
     assert "| prop1-noise-free | Proposition 1 | **violated** |" in report
-    assert json.loads((tmp_path / "report.json").read_text())[0]["id"] == results[0]["id"]
+    assert json.loads((tmp_path / "report.json").read_text())["checks"][0]["id"] == results[0]["id"]
     assert main(["--out", str(tmp_path), "--only", "zeta-values", "fig3-variance"]) == 0
     assert "holds" in capsys.readouterr().out
-    cached = json.loads((tmp_path / "report.json").read_text())
+    document = json.loads((tmp_path / "report.json").read_text())
+    cached = document["checks"]
     assert [r["id"] for r in cached] == ["zeta-values", "fig3-variance"] and all(r["cached"] for r in cached)
+    assert document["complete"] and (document["done"], document["selected"]) == (2, 2)
+    assert document["mode"] == "quick" and len(document["left_out"]) == len(CHECKS) - 2
 
 
 def test_unknown_check_is_exit_2_naming_every_unknown_id_and_the_close_ones(tmp_path, capsys) -> None:
@@ -76,13 +79,22 @@ def test_unknown_check_is_exit_2_naming_every_unknown_id_and_the_close_ones(tmp_
         assert main(["--only", "fig99", "fig7", "zeta-values", "--out", str(tmp_path), *flags]) == 2
         err = capsys.readouterr().err.strip()
         assert err == (
-            "dfl-check: error: --only names unknown checks: fig99, fig7 "
+            "dfl-check: error: --only names unknown checks: 'fig99', 'fig7' "
             "(expected ids dfl-check --list names; close: fig7-tau2, fig7-cifar)"
         )
     assert main(["--only", "nosuch", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown checks: nosuch (expected ids dfl-check --list names: " in err
+    assert "unknown checks: 'nosuch' (expected ids dfl-check --list names: " in err
     assert all(f"{i}," in err or f"{i})" in err for i in ("fig7-tau2", "assumption2", "tightness")), err
+
+
+def test_an_empty_only_id_is_named_quoted_and_close_to_no_check(tmp_path, capsys) -> None:
+    """``--only ''`` printed 'unknown checks:  (... close: <all 34 ids>)': the empty id was invisible and a
+    prefix of every id (a probe); an id given twice was named twice."""
+    assert main(["--only", "", " ", "nosuch", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown checks: '', ' ', 'nosuch' (expected ids dfl-check --list names: " in err, err
+    assert "close" not in err and "tightness" in err, err
 
 
 def test_experiment_checks_run_end_to_end_on_tiny_settings(tmp_path, capsys, monkeypatch) -> None:
@@ -319,12 +331,12 @@ def test_the_cache_survives_a_bad_file_and_another_spelling_of_out(tmp_path, cap
     capsys.readouterr()
     assert main(["--out", str(tmp_path / "q"), "--only", "zeta-values", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["status"] == "holds"
-    assert json.loads((tmp_path / "q" / "report.json").read_text())[0]["cached"]
+    assert json.loads((tmp_path / "q" / "report.json").read_text())["checks"][0]["cached"]
     for bad in ("", "[1, 2]", '{"fingerprint": '):
         (tmp_path / "q" / "cache" / "zeta-values-quick.json").write_text(bad)
         assert main(["--out", "q", "--only", "zeta-values", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)[0]["status"] == "holds"
-        assert not json.loads((tmp_path / "q" / "report.json").read_text())[0]["cached"]
+        assert not json.loads((tmp_path / "q" / "report.json").read_text())["checks"][0]["cached"]
 
 
 def test_the_cifar_folder_from_the_environment_is_part_of_the_cache_key(tmp_path, monkeypatch) -> None:
@@ -400,7 +412,9 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
     md = (tmp_path / "report.md").read_text()
     assert "**In progress:** 1 of 2 checks done" in md
     assert "| zeta-values |" in md and "| remarks-1-2 |" not in md
-    assert [r["id"] for r in json.loads((tmp_path / "report.json").read_text())] == ["zeta-values"]
+    document = json.loads((tmp_path / "report.json").read_text())  # (it was a bare list, as when finished)
+    assert [r["id"] for r in document.pop("checks")] == ["zeta-values"]
+    assert document == {"mode": "quick", "complete": False, "done": 1, "selected": 2, "left_out": []}
 
 
 def test_proof_sums_decides_the_strict_inequality_before_92_exactly() -> None:
@@ -514,7 +528,7 @@ def test_list_honours_json_and_only_and_stopping_flags_do_not_combine(capsys) ->
     listed = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in listed] == ["zeta-values", "fig3-variance"] and all(c["claim"] for c in listed)
     for argv, fragment in (
-        (["--list", "--only", "nosuch"], "--only names unknown checks: nosuch"),
+        (["--list", "--only", "nosuch"], "--only names unknown checks: 'nosuch'"),
         (["--list", "--estimate"], "--list and --estimate together"),
         (["--estimate", "--time-sweep", "--only", "zeta-values"], "--estimate and --time-sweep together"),
     ):
