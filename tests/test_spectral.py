@@ -183,3 +183,15 @@ def test_a_float32_mixing_matrix_is_taken_to_its_precision_and_a_graph_is_named(
         zeta(C.astype(np.float32).astype(np.float64))
     with pytest.raises(InputError, match=r"^C is a networkx Graph \(expected its mixing matrix: "):
         zeta(make_graph("ring", 5))
+
+
+def test_the_complete_graphs_zeros_are_zero_not_rounding_noise() -> None:
+    """C = J: dfl-bounds printed zeta = 6.30023e-17 and lambda_N = -5.83492e-17 for N = 10 (eigvalsh's
+    rounding of the exact 0, a probe); a ring's lambda_2 and a lazy C's are untouched."""
+    for n in (2, 3, 10, 64):
+        s = spectral_summary(np.full((n, n), 1.0 / n))
+        assert (s.lambda_2, s.lambda_N, s.zeta) == (0.0, 0.0, 0.0), (n, s)
+    ring = spectral_summary(mixing_matrix(make_graph("ring", 10)))
+    assert ring.zeta == pytest.approx((1 + 2 * np.cos(2 * np.pi / 10)) / 3, abs=1e-14)
+    lazy = spectral_summary(0.5 * np.eye(4) + 0.5 * np.full((4, 4), 0.25))
+    assert lazy.zeta == pytest.approx(0.5, abs=1e-15)

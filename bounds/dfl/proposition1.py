@@ -161,7 +161,10 @@ def dfl_bound(
     Args:
         L: smoothness constant (> 0).
         sigma2: gradient-noise variance sigma^2 (>= 0; 0 is the noise-free limit).
-        N: number of nodes (integer >= 1).
+        N: number of nodes (integer >= 1). It enters only as sigma^2 / N and beta_var / N (Lemma 2's
+            average of independent noises), so N = 1 is taken at any zeta: the same formula with the
+            noise every node shares (``dfl-bounds`` refuses --zeta other than 0 with --nodes 1, where it
+            means one node, C = [[1]]).
         eta: learning rate (> 0).
         tau1: local steps per round (integer >= 1).
         tau2: gossip steps per round (integer >= 0).
