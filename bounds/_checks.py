@@ -81,6 +81,13 @@ MAX_CELLS = 20_000_000
 from inside numpy, a probe of the library)."""
 
 
+def _holds_bool(value: Any) -> bool:
+    """Whether a list / tuple (nested) holds a bool, which numpy turns into 1 or 0 beside integers."""
+    if isinstance(value, list | tuple):
+        return any(_holds_bool(v) for v in value)
+    return isinstance(value, bool | np.bool_)
+
+
 def real_array(
     name: str,
     value: Any,
@@ -115,8 +122,8 @@ def real_array(
         raw = np.asarray(value)
     except (TypeError, ValueError):  # ragged nested lists
         raise InputError(f"{name} = {value!r} is not a number (expected a real number)") from None
-    if raw.dtype.kind == "b":
-        raise InputError(f"{name} = {value!r} is a boolean (expected a number)")
+    if raw.dtype.kind == "b" or (raw.dtype.kind in "iu" and _holds_bool(value)):  # ([True, 2] is int64)
+        raise InputError(f"{name} = {value!r} {'holds' if raw.ndim else 'is'} a boolean (expected a number)")
     if raw.dtype.kind in "UScmM":  # '1' and b'1' would convert, a complex number lose its imaginary part, a
         # date or duration count its units (a datetime64 eta computed a bound of 3.3e9, a probe)
         kind = {"c": "a complex number", "m": "a duration", "M": "a date"}.get(raw.dtype.kind, "a string")
@@ -166,7 +173,24 @@ def real_array(
         above = arr >= high if high_open else arr > high
         if above.any():
             raise InputError(f"{name} = {_num(_first_bad(arr, above))} is out of range ({expected})")
+    if np.signbit(arr[arr == 0]).any():  # -0.0 as 0.0 (zeta = -0.0 printed 'zeta : -0', a probe); a copy:
+        arr = np.where(arr == 0, 0.0, arr)  # arr may be the caller's own array
     return arr
+
+
+def check_one_node(N: Any, **spectrum: Any) -> None:
+    """InputError where N = 1 comes with a zeta or beta_mix (``spectrum``: name -> validated value or array,
+    broadcasting with ``N``) other than 0: one node's mixing matrix is C = [[1]], whose zeta (no other
+    eigenvalue) and beta_mix = 1 - lambda_N are 0. Bounds at N = 1, zeta = 0.87 and a C-DFL bound at
+    beta_mix = 1.5 were computed with success True (probes)."""
+    for name, value in spectrum.items():
+        ones, values = np.broadcast_arrays(np.asarray(N) == 1, np.asarray(value, dtype=np.float64))
+        bad = ones & (values != 0)
+        if bad.any():
+            raise InputError(
+                f"{name} = {_num(_first_bad(values, bad))} with N = 1 (expected {name} = 0: one node's "
+                "mixing matrix is C = [[1]], whose zeta and beta_mix = 1 - lambda_N are 0)"
+            )
 
 
 def real_number(name: str, value: Any, **domain: Any) -> float:

@@ -119,7 +119,7 @@ def _zeta_of(args: argparse.Namespace, out: dict[str, Any], beta: bool = True) -
             )
         if getattr(args, "beta", None) is not None:
             out["beta_mix"] = args.beta
-        return args.zeta
+        return args.zeta + 0.0  # (-0.0 printed 'zeta : -0')
     if getattr(args, "beta", None) is not None:
         raise InputError(
             f"--beta {args.beta:g} and --topology: the topology gives beta_mix (expected one of them)"

@@ -81,7 +81,30 @@ def entry(module: str, prog: str, argv: Sequence[str] | None = None) -> int:
         code = command(argv)
     if code == INTERRUPTED_STATUS and (_stop_signal or signal.SIGINT) == signal.SIGINT:
         _end_by_sigint()
+    if argv is None and code != INTERRUPTED_STATUS:  # the process is this command (a console script),
+        _exit_on_late_stop(code)  # which Python now finalises
     return code
+
+
+def _exit_on_late_stop(code: int) -> None:
+    """From here on Ctrl-C or SIGTERM ends the process at once with the command's status ``code``: its work
+    is done and said, and the signal came while Python finalised (threads joined, torch's atexit callbacks),
+    which printed 'Exception ignored in atexit callback ... KeyboardInterrupt' and exited 0 (a probe).
+    Only where the process is the command (:func:`entry` with ``argv`` None): a test's process keeps its
+    handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed or broken stream: nothing more to say
+                pass
+        os._exit(code)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
 
 
 @contextmanager

@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def done(i: int, count: int, r: dict) -> None:  # a line per check: long runs are not silent
         finished.append(r)  # and the report so far, rewritten (without figures): a stopped run keeps it
-        write_report(finished, out, quick, figures=False, progress=(i, count))
+        write_report(finished, out, quick, [c.id for c in chosen])
         cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
         why = f": {_first_line(r['summary'])}" if r["status"] == "could not run" else ""
         bar.write(f"dfl-check: [{i}/{count}] {r['id']}: {r['status']}{cached}{why}", file=sys.stderr)
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr)  # fmt: skip
             return 1
     try:
-        write_report(results, out, quick)
+        write_report(results, out, quick, [c.id for c in chosen])
     except OSError as exc:
         print(f"dfl-check: error: {exc} (the results are cached in {out / 'cache'})", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,50 +159,45 @@ def _non_iid_figures(table: list[dict[str, Any]], folder: Path) -> list[Path]:
     return made
 
 
-def report_document(
-    results: list[dict[str, Any]], quick: bool, progress: tuple[int, int] | None, left_out: list[str]
-) -> dict[str, Any]:
-    """report.json's content: ``mode`` ('quick' / 'full'), ``complete`` (False while the checks run, so in
-    the report of a run that stopped), ``done`` and ``selected`` (checks finished, of those chosen),
-    ``left_out`` (the registered checks not chosen, ``--only``; empty while in progress, where it is not yet
-    known which will run) and ``checks`` (each check's record: id, ref, claim, method, status, summary,
-    evidence, seconds, fingerprint, cached). It was the bare list of records, the same in a stopped run's
-    report as in a finished one's: a script could not tell them apart (report.md said so at its top)."""
+def report_document(results: list[dict[str, Any]], quick: bool, selected: list[str]) -> dict[str, Any]:
+    """report.json's content: ``mode`` ('quick' / 'full'), ``complete`` (False in the report rewritten while
+    the checks run, so in that of a run that stopped), ``done`` and ``selected`` (the numbers of checks
+    finished and chosen), ``pending`` (the chosen checks not finished), ``left_out`` (the registered checks
+    not chosen, ``--only``) and ``checks`` (each finished check's record: id, ref, claim, method, status,
+    summary, evidence, seconds, fingerprint, cached). It was the bare list of records, the same in a stopped
+    run's report as in a finished one's: a script could not tell them apart (report.md said so at its top)."""
+    finished = {r["id"] for r in results}
     return jsonable(
         {
             "mode": "quick" if quick else "full",
-            "complete": progress is None,
+            "complete": finished >= set(selected),
             "done": len(results),
-            "selected": progress[1] if progress else len(results),
-            "left_out": [] if progress else left_out,
+            "selected": len(selected),
+            "pending": [i for i in selected if i not in finished],
+            "left_out": [i for i in CHECKS if i not in selected and i not in finished],
             "checks": results,
         }
     )
 
 
 def write_report(
-    results: list[dict[str, Any]],
-    out: Path,
-    quick: bool,
-    figures: bool = True,
-    progress: tuple[int, int] | None = None,
+    results: list[dict[str, Any]], out: Path, quick: bool, selected: Sequence[str] | None = None
 ) -> None:
-    """report.json (everything) and report.md (a table of verdicts, then each check's evidence), each
-    written atomically; a report of some of the checks (``--only``) says so at its top. ``progress`` (i, n):
-    a report written while the checks run, after the i-th of n (``figures`` False: they come at the end),
-    which says so at its top. ``figures/`` keeps only this report's figures, none while it is in progress (an
-    earlier run's figures of checks not in it, or of a figure not drawn now, would pass for this run's; an
-    interrupted run left them all beside its report in progress).
-
-    report.json is :func:`report_document`: the results under ``checks``, with what report.md says at its
-    top (the mode, whether the run is complete, the checks left out)."""
+    """report.json (:func:`report_document`) and report.md (a table of verdicts, then each check's
+    evidence), each written atomically, and the figures. ``selected``: the ids of the checks chosen (default:
+    those of ``results``). Where some of them have no result yet, the report is one in progress, rewritten
+    after each check, which says so at its top with the checks pending (a stopped run's report said none
+    was left out, a probe), and draws no figure; a report of some of the checks (``--only``) says so at its
+    top. ``figures/`` keeps only this report's figures, none while it is in progress (an earlier run's
+    figures of checks not in it, or of a figure not drawn now, would pass for this run's; an interrupted run
+    left them all beside its report in progress)."""
     from sim.run_folder import atomic_write
 
     load_checks()
-    left_out = [i for i in CHECKS if i not in {r["id"] for r in results}]
-    document = report_document(results, quick, progress, left_out)
+    document = report_document(results, quick, list(selected or [r["id"] for r in results]))
     text = json.dumps(document, indent=1, allow_nan=False)
     atomic_write(out / "report.json", lambda tmp: tmp.write_text(text))
+    figures, left_out, waiting = document["complete"], document["left_out"], document["pending"]
     lines = [
         f"# dflkit paper checks ({'quick' if quick else 'full'})",
         "",
@@ -219,16 +214,16 @@ def write_report(
         "`runs`.",
         "",
     ]
-    if progress:
+    if waiting:
         lines += [
-            f"**In progress:** {progress[0]} of {progress[1]} checks done; this report is rewritten after "
-            "each check, with figures when all have run. If it still says so, the run stopped: the same "
-            "command continues from the cache.",
+            f"**In progress:** {document['done']} of {document['selected']} checks done (not yet: "
+            f"{', '.join(waiting)}); this report is rewritten after each check, with figures when all have "
+            "run. If it still says so, the run stopped: the same command continues from the cache.",
             "",
         ]
-    elif left_out:
+    if left_out:
         lines += [
-            f"**Partial report:** {len(results)} of the {len(CHECKS)} checks (`--only`); not in it: "
+            f"**Partial report:** {document['selected']} of the {len(CHECKS)} checks (`--only`); not in it: "
             f"{', '.join(left_out)}. `dfl-check` without `--only` reports them all (cached verdicts are "
             "reused).",
             "",

@@ -496,8 +496,15 @@ def _compiled_diagonal_ms(diagonal: DiagonalMixing, X: torch.Tensor, repeats: in
         return f"not compiled: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
 
 
-def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> dict[str, Any]:
-    """Measure and return the numbers listed in the module docstring.
+def run_benchmarks(
+    quick: bool = False,
+    device: str | torch.device = "cpu",
+    say: Callable[[str], None] = lambda line: None,
+    into: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Measure and return the numbers listed in the module docstring. ``say``: a line as each part starts
+    (the full bench on 2 busy cores ran past 400 s without a word, a probe); ``into``: the dict the numbers
+    are written to as they are measured (what a stopped bench had measured was lost with it).
 
     Raises:
         InputError (a ``ValueError``): ``device`` is not ``cpu``, ``cuda`` or ``cuda:INDEX``
@@ -507,18 +514,21 @@ def run_benchmarks(quick: bool = False, device: str | torch.device = "cpu") -> d
 
     dev = resolve_device(device)
     with kept_torch_settings(), seeded_torch(0, dev):  # the caller's threads, flags and random streams kept
-        return _measure(quick, dev)
+        return _measure(quick, dev, say, {} if into is None else into)
 
 
-def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
-    """:func:`run_benchmarks` on a resolved device, inside its kept settings and seeded streams."""
+def _measure(
+    quick: bool, dev: torch.device, say: Callable[[str], None], out: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`run_benchmarks` on a resolved device, inside its kept settings and seeded streams, into
+    ``out``."""
     from sim.setup import set_precision
 
     sizes = _sizes(quick)
     cuda = dev.type == "cuda"
     set_precision(dev, tf32=False)  # what runs use unless --tf32 (stacked_forms also times TF32)
     repeats = sizes.repeats
-    out: dict[str, Any] = {"device": str(dev), "threads": torch.get_num_threads(), "repeats": repeats}
+    out |= {"device": str(dev), "threads": torch.get_num_threads(), "repeats": repeats}
     out["precision"] = "float32 (TF32 off)" if cuda else "float32"
     if cuda:
         out["device_name"] = torch.cuda.get_device_name(dev)
@@ -530,6 +540,7 @@ def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
     n, b = sizes.nodes, sizes.batch
     X = stack.flatten(model).repeat(n, 1)
     x, y = torch.randn(n, b, 1, 28, 28, device=dev), torch.randint(0, 10, (n, b), device=dev)
+    say(f"the stacked step, N = {n}, B = {b}: each form, the per-node loop, one big batch, a matmul")
     forms = {  # the stacked CNN's forms, timed in the same run; the default is one of them
         form: _time(_engine_step(Stack(model, form=form), X, x, y), repeats, dev) for form in STACKED_FORMS
     }
@@ -578,13 +589,14 @@ def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
         "step_gflop": round(flops / 1e9, 4),
         "step_gflop_per_s": round(flops / vectorised / 1e9, 2),
     }
-    out[f"matmul_{sizes.matmul}_gflop_per_s"] = round(peak / 1e9, 1)
+    out[f"matmul_{sizes.matmul}_gflop_per_s"] = float(f"{peak / 1e9:.4g}")  # (1 decimal: 0.0 on a busy CPU)
     out["step_over_big_batch"] = out[f"N{n}_B{b}"]["step_time_over_single_big_batch"]
     out["step_over_reference_loop"] = round(vectorised / reference, 3)
     out["step_channels_last_over_nchw"] = round(forms["channels_last"] / forms["nchw"], 3)
     out["step_bmm_over_nchw"] = round(forms["bmm"] / forms["nchw"], 3)
     out["step_fraction_of_peak"] = round(flops / vectorised / peak, 3)
     for nodes in sizes.scaling_nodes:
+        say(f"the stacked step at N = {nodes}")
         X = stack.flatten(model).repeat(nodes, 1)
         xs, ys = torch.randn(nodes, b, 1, 28, 28, device=dev), torch.randint(0, 10, (nodes, b), device=dev)
         if cuda:
@@ -601,6 +613,7 @@ def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
             row["peak_cuda_allocated_mb"] = round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
         out[f"N{nodes}_B{b}"] = row
         del X, xs, ys
+    say(f"gossip steps, d = {stack.d}, N = {', '.join(map(str, sizes.gossip_nodes))}")
     gossip = gossip_benchmark(stack.d, sizes.gossip_nodes, repeats, dev, sizes.dense_gossip_up_to)
     out[f"gossip_step_ms_d{stack.d}"] = gossip
     largest = max(sizes.gossip_nodes)  # the memory-bound regime: one gossip step against one copy
@@ -608,13 +621,16 @@ def _measure(quick: bool, dev: torch.device) -> dict[str, Any]:
     out[f"gossip_torus_step_ms_d{stack.d}"] = torus
     for name, step_ms in (("ring", gossip[str(largest)]), ("torus", torus[str(largest)])):
         out |= _gossip_headline(f"gossip_{name}_{largest}", step_ms)
+    say(f"a sweep of {sizes.sweep_runs} runs against the runs one by one")
     with tempfile.TemporaryDirectory() as folder:
         sweep = sweep_benchmark(sizes.sweep_runs, sizes.sweep_steps, dev, folder, sizes.sweep_repeats)
     out["sweep"] = sweep
     out["sweep_over_sequential"] = sweep["sweep_over_sequential"]
     form_nodes = FORM_NODES_CUDA if cuda and not quick else sizes.form_nodes
+    say(f"the stacked forms at N = {', '.join(map(str, form_nodes))}")
     out["stacked_forms"] = stacked_forms_benchmark(form_nodes, b, repeats, dev)
     if sizes.compiled:
+        say("the step compiled")
         X = stack.flatten(model).repeat(n, 1)
         compiled = compiled_step_benchmark(model, X, x, y, repeats, dev)
         out[f"compiled_step_N{n}_B{b}"] = compiled

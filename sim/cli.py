@@ -451,7 +451,15 @@ def _cmd_bench(args: argparse.Namespace) -> dict[str, Any]:
             raise InputError(f"--threads = {args.threads} (expected a whole number >= 0; 0 = the free cores)")
         check_threads(args.threads)
         torch.set_num_threads(args.threads or automatic_threads())
-    out = run_benchmarks(quick=args.quick, device=args.device)
+    measured: dict[str, Any] = {}
+    try:
+        out = run_benchmarks(args.quick, args.device, lambda line: print(f"dfl-sim bench: {line}",
+                             file=sys.stderr, flush=True), measured)  # fmt: skip
+    except KeyboardInterrupt:  # what was measured, not lost with the rest
+        if measured:
+            kept = json.dumps(jsonable(measured), allow_nan=False)
+            print(f"dfl-sim bench: measured before the stop: {kept}", file=sys.stderr)
+        raise
     if args.distributed:
         from sim.bench import distributed_benchmark
 

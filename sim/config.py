@@ -364,8 +364,9 @@ def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]
         raise InputError(
             f"config file {str(file)!r} {absent_file(file)} (expected a TOML file or a config.json)"
         )
+    is_json = file.suffix.lower() == ".json"  # (c.JSON was read as TOML, a probe)
     try:
-        if file.suffix == ".json":
+        if is_json:
             raw = json.loads(file.read_text())
             if not isinstance(raw, dict):
                 raise ValueError("not an object of fields")
@@ -374,9 +375,9 @@ def config_file_values(path: str | Path, resume: bool = False) -> dict[str, Any]
         else:
             raw = tomllib.loads(file.read_text())
     except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
-        kind = "JSON" if file.suffix == ".json" else "TOML"
+        kind = "JSON" if is_json else "TOML"
         raise InputError(f"config file {str(file)!r} is not valid {kind} ({exc})") from None
-    changes = raw.pop("changes", None) if file.suffix == ".json" else None
+    changes = raw.pop("changes", None) if is_json else None
     if changes and not resume:
         first = changes[0] if isinstance(changes, list) and isinstance(changes[0], dict) else {}
         what = f"{first.get('field', 'a setting')} changed at step {first.get('step', '?')}"

@@ -424,17 +424,30 @@ def load_npz(path: Path) -> Dataset:
     )
 
 
-def _cifar10_dir(data_dir: str | Path | None) -> Path:
+def _data_folder(data_dir: str | Path | None) -> Path | None:
+    """``data_dir`` as a folder, None where not given; DataError for an empty string (an unset $DATA in
+    ``--data-dir $DATA``): MNIST then trained on the shipped copy and CIFAR-10 read the current folder, in
+    silence (a probe)."""
     if data_dir is None:
-        raise DataError("dataset 'cifar10' needs --data-dir (expected a folder holding cifar-10-batches-py)")
+        return None
+    if isinstance(data_dir, str) and not data_dir.strip():
+        raise DataError(f"data_dir = {data_dir!r} is empty (expected a folder of the data set's files; an "
+                        "unset $DATA, say)")  # fmt: skip
     return Path(data_dir)
+
+
+def _cifar10_dir(data_dir: str | Path | None) -> Path:
+    folder = _data_folder(data_dir)
+    if folder is None:
+        raise DataError("dataset 'cifar10' needs --data-dir (expected a folder holding cifar-10-batches-py)")
+    return folder
 
 
 def dataset_files(name: str, data_dir: str | Path | None = None) -> dict[str, Path]:
     """The files :func:`load_dataset` reads for ``mnist`` or ``cifar10``, checked present without reading
     them (DataError as load_dataset gives it)."""
     if name == "mnist":
-        return mnist_files(Path(data_dir) if data_dir else MNIST_DIR)
+        return mnist_files(_data_folder(data_dir) or MNIST_DIR)
     if name == "cifar10":
         return cifar10_files(_cifar10_dir(data_dir))
     raise DataError(f"dataset {name!r} has no fixed files (expected mnist or cifar10)")
@@ -445,7 +458,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None) -> Dataset:
     if not isinstance(name, str):
         raise DataError(f"dataset = {name!r} (expected a name: mnist, cifar10 or npz:PATH)")
     if name == "mnist":
-        return load_mnist(Path(data_dir) if data_dir else MNIST_DIR)
+        return load_mnist(_data_folder(data_dir) or MNIST_DIR)
     if name == "cifar10":
         return load_cifar10(_cifar10_dir(data_dir))
     if name.startswith("npz:"):

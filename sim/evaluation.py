@@ -11,6 +11,7 @@ one stacked gradient, in chunks that bound the memory; on the CPU (and for model
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "EvaluationSample",
     "Evaluator",
     "consensus_distance",
+    "defined_accuracy",
     "evaluate_runs",
     "node_sample",
 ]
@@ -79,6 +81,13 @@ class Evaluator:
         return evaluate_runs([(self, X)])[0]
 
 
+def defined_accuracy(loss: float, accuracy: float) -> float:
+    """``accuracy``, or NaN where the model's ``loss`` on the same samples is not finite: its outputs are
+    then NaN or infinite and their argmax no prediction (a diverged run reported test accuracy 0.098, the
+    share of class 0 that NaN logits all pick, as a measurement: a probe)."""
+    return accuracy if math.isfinite(loss) else math.nan
+
+
 def consensus_distance(X: torch.Tensor) -> float:
     """(1/N) sum_i ||x_i - u||^2, u the mean row, computed about the first row (exactly 0 when the rows are
     equal: about the rounded mean, identical CNN models at step 0 logged 1e-13, 13 decades on a log plot)."""
@@ -123,6 +132,7 @@ def evaluate_runs(
         grads = _gradient_norms2(stack, models, inputs, firsts)
     else:
         losses, accuracies, grads = _model_by_model(stack, models, inputs, firsts)
+    accuracies = [defined_accuracy(loss, acc) for loss, acc in zip(losses, accuracies, strict=True)]
     out = []
     for (_, X), k in zip(runs, firsts, strict=True):
         n_nodes = len(node_sample(X.shape[0]))

@@ -119,9 +119,14 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         if name in grid:
             raise InputError(f"grid file {str(path)!r}: [grid] has {key!r} twice, spelled two ways (expected "
                              "it once)")  # fmt: skip
-        twice = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :] if _same_value(a, b)]
+        if len(values) > MAX_POINTS:  # (a list of 30,000 seeds spent minutes in the check below, a probe)
+            raise InputError(
+                f"grid file {str(path)!r}: [grid] {key} lists {len(values):,} values (expected at most "
+                f"{MAX_POINTS:,} points in a sweep: split it into several sweeps)"
+            )
+        twice = _first_repeat(values)
         if twice:  # eta = [1, 1.0] ran one run twice, in folders eta=1 and eta=1.0
-            a, b = twice[0]
+            a, b = twice
             both = f"{a!r}" if repr(a) == repr(b) else f"{a!r} and {b!r}"
             raise InputError(
                 f"grid file {str(path)!r}: [grid] {key} lists one value twice ({both}; expected distinct "
@@ -195,6 +200,25 @@ def _same_table(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _same_value(a: Any, b: Any) -> bool:
     """Whether two grid values give one run: equal and of one kind (1 and 1.0 are; 1 and True are not)."""
     return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _first_repeat(values: list[Any]) -> tuple[Any, Any] | None:
+    """The first pair of ``values`` that give one run (:func:`_same_value`), or None: the hashable values
+    through a dict (every pair compared took minutes for 30,000 values), the others (tables, lists) pair by
+    pair."""
+    seen: dict[tuple[bool, Any], Any] = {}
+    others: list[Any] = []
+    for value in values:
+        key = (isinstance(value, bool), value)
+        try:
+            if key in seen:
+                return seen[key], value
+        except TypeError:  # unhashable
+            others.append(value)
+            continue
+        seen[key] = value
+    pairs = ((a, b) for i, a in enumerate(others) for b in others[i + 1 :] if _same_value(a, b))
+    return next(pairs, None)
 
 
 def _field(path: Path, key: str) -> str:

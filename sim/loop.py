@@ -33,7 +33,7 @@ from sim.algorithms import (
 from sim.config import RunConfig, fingerprint
 from sim.engine import Sampler
 from sim.errors import RunInterrupted, SimulationError
-from sim.evaluation import Evaluator, consensus_distance
+from sim.evaluation import Evaluator, consensus_distance, defined_accuracy
 from sim.gossip import ChocoGossip, ExactGossip
 from sim.interrupt import interrupt_requested
 from sim.run_folder import COLUMNS, atomic_write, run_record
@@ -190,9 +190,12 @@ class RunRecorder:
                       file=sys.stderr)  # fmt: skip
             if comm.is_main:
                 rows = _rows_up_to(self.metrics, state.t)
-                _rewrite_rows(self.metrics, rows)
                 logged_config = saved.get("config") or {}
                 every, since = _logging_interval(s.out, logged_config, changes, state.t, config.log_every)
+                if rows and config.steps > state.t and int(rows[-1]["step"]) == state.t and state.t % every:
+                    rows = rows[:-1]  # the old end's row, off the log_every steps: a run of the new --steps
+                    # has none there (a resumed run's metrics.csv kept it, a probe)
+                _rewrite_rows(self.metrics, rows)
                 lost = _lost_rows(rows, state.t, every, since)
                 if lost:  # rows removed from metrics.csv after they were written: say so, go on
                     after = f" from step {since}, where log_every changed," if since else ""
@@ -283,7 +286,8 @@ class RunRecorder:
             return {}
         u = X.mean(0)
         final_loss, _ = s.stack.evaluate(u, self.evaluator.x_tr, self.evaluator.y_tr)
-        _, final_acc = s.stack.evaluate(u, s.data.x_test.to(s.device), s.data.y_test.to(s.device))
+        test_loss, test_acc = s.stack.evaluate(u, s.data.x_test.to(s.device), s.data.y_test.to(s.device))
+        final_acc = defined_accuracy(test_loss, test_acc)
         summary = {
             "final_train_loss": final_loss,
             "final_test_accuracy": final_acc,

@@ -68,6 +68,10 @@ class Shards:
         return [np.sort(np.concatenate([shards[s] for s in row])) for row in dealt]
 
 
+MAX_DIRICHLET_ALPHA = 1e300
+"""The largest Dirichlet alpha a partition takes (beyond it numpy's draw of N proportions fails)."""
+
+
 @dataclass(frozen=True)
 class Dirichlet:
     """Per class, proportions across nodes drawn from Dirichlet(alpha); every node keeps >= 1 sample."""
@@ -75,7 +79,11 @@ class Dirichlet:
     alpha: float = 0.5
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", real_number("alpha", self.alpha, low=0, low_open=True))
+        # (above about 3.6e307 / N numpy's draw is all zeros: alpha = 1e308 put 996 of 1,000 samples on one
+        # node of 5, a probe; at 1e300 the split is already even to 16 digits)
+        object.__setattr__(
+            self, "alpha", real_number("alpha", self.alpha, low=0, low_open=True, high=MAX_DIRICHLET_ALPHA)
+        )
 
     def split(self, labels: np.ndarray, nodes: int, rng: np.random.Generator) -> list[np.ndarray]:
         nodes = _check(labels, nodes, rng)

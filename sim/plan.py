@@ -841,6 +841,12 @@ def _notes(
             f"eta = {best['eta']:.3g} ({best['eta_scale']:g} x the eta it was ranked with): loss "
             f"{best['loss_mean']:.4g} against the choice's {chosen['loss_mean']:.4g}"
         )
+    ranked = int((table["eta_scale"] == 1).sum())
+    if ranked < 3:  # (spearman was "nan" without a word, a probe)
+        notes.append(
+            "the Spearman correlation between the ranking and training needs 3 or more ranked "
+            f"configurations (here {ranked}: --top and --others): it is nan"
+        )
     diverged = table[~np.isfinite(table["loss_max"].to_numpy(dtype=float))]
     if len(diverged):
         shown = ", ".join(

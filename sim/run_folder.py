@@ -74,6 +74,11 @@ def refuse_other_kind(out: Path, kind: str) -> None:
                 f"out = {shown_path(out)} is a dfl-sim {other} folder (expected a folder of the {kind}'s "
                 f"own, such as {shown_path(out / kind)})"
             )
+    if out.name == "runs" and any((out.parent / m).is_file() for m in FOLDER_MARKERS["plan"]):
+        raise InputError(  # (a plan written there broke dfl-plot PLAN/runs/*/, a probe)
+            f"out = {shown_path(out)} is the folder of a dfl-sim plan's runs (expected a folder of the "
+            f"{kind}'s own, such as {shown_path(out.parent.parent / kind)})"
+        )
 
 
 LOCK_NAME = ".dfl-sim.lock"

@@ -149,7 +149,8 @@ def versus(
     repeats = whole_number("repeats", repeats, low=1)
     # 0 is automatic, as the threads limit's message says (it was refused, a probe)
     automatic = threads is None or (not isinstance(threads, bool) and threads == 0)
-    threads = whole_number("threads", len(allowed_cpus()) if automatic else threads, low=1)
+    threads = whole_number("threads", len(allowed_cpus()) if automatic else threads, low=0)  # (low=1 said
+    # 'expected an integer >= 1' for -1, where 0 is taken)
     check_threads(threads)
     works = []
     for n in nodes:

@@ -341,7 +341,7 @@ def test_bench_takes_threads_and_refuses_bad_counts(monkeypatch: pytest.MonkeyPa
 
     from sim.host import allowed_cpus
 
-    monkeypatch.setattr(bench, "run_benchmarks", lambda quick, device: {"threads": torch.get_num_threads()})
+    monkeypatch.setattr(bench, "run_benchmarks", lambda *args: {"threads": torch.get_num_threads()})
     kept = torch.get_num_threads()
     try:
         assert main(["bench", "--quick", "--json", "--threads", "1"]) == 0
@@ -354,3 +354,26 @@ def test_bench_takes_threads_and_refuses_bad_counts(monkeypatch: pytest.MonkeyPa
         assert main(["bench", "--quick", "--threads", bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("dfl-sim: error: ") and err.count("\n") == 1 and bad in err, err
+
+
+def test_bench_says_each_part_and_a_stop_keeps_what_was_measured(monkeypatch, capsys) -> None:
+    """The full bench on 2 busy cores ran past 400 s without a word, and its stop (SIGTERM) printed only
+    'dfl-sim: interrupted', every number measured lost (a probe)."""
+    import json
+
+    monkeypatch.setattr(bench, "_sizes", lambda quick: TINY)
+
+    def stopped(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "gossip_benchmark", stopped)
+    assert main(["bench", "--quick", "--json"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("dfl-sim bench: the stacked step, N = 2, B = 2: ")
+    assert lines[1] == "dfl-sim bench: the stacked step at N = 3"
+    assert lines[2].startswith("dfl-sim bench: gossip steps, d = ")
+    kept = lines[3].removeprefix("dfl-sim bench: measured before the stop: ")
+    assert {"N2_B2", "N3_B2", "step_over_big_batch"} <= json.loads(kept).keys()
+    assert lines[4:] == ["dfl-sim: interrupted"]

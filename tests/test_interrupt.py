@@ -362,3 +362,33 @@ def test_sigterm_stops_dfl_plot_and_every_cli_main_as_ctrl_c_does(tmp_path, caps
         assert stopped([]) == 0 and capsys.readouterr().err == ""
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_stop_while_python_finalises_ends_with_the_commands_status(tmp_path) -> None:
+    """Ctrl-C just after a command had finished (its results written and printed) came while Python
+    finalised: 'Exception ignored in atexit callback ... KeyboardInterrupt' from torch, status 0 (a probe).
+    Now the signal ends the process at once with the command's status. Here the signal comes right after
+    the console script's entry returns, as it would during the interpreter's shutdown."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        child = (
+            "import os, signal, sys, time\n"
+            "from bounds.cli_tools import entry\n"
+            "sys.argv = ['dfl-bounds', 'topology', 'ring', '--nodes', '5', '--json']\n"
+            "code = entry('bounds.cli', 'dfl-bounds')\n"
+            f"os.kill(os.getpid(), {int(sig)})\n"
+            "time.sleep(5)\n"
+            "print('not stopped')\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", child], capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": root},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        assert done.returncode == 0, (sig, done.stderr[-2000:])
+        assert '"zeta"' in done.stdout and "not stopped" not in done.stdout
+        assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr

@@ -472,6 +472,11 @@ def test_a_run_into_a_sweep_or_plan_folder_is_refused(capsys, tiny, tmp_path) ->
         err = _one_line_error(capsys, _base(tiny, folder))
         assert f"is a dfl-sim {marker.split('.')[0]} folder (expected a folder of the run's own" in err
         assert sorted(p.name for p in folder.iterdir()) == [marker]
+    runs = tmp_path / "plan" / "runs"  # a plan's runs folder (a plan written there broke dfl-plot, a probe)
+    runs.mkdir()
+    err = _one_line_error(capsys, _base(tiny, runs))
+    assert "is the folder of a dfl-sim plan's runs (expected a folder of the run's own, such as " in err
+    assert list(runs.iterdir()) == []
 
 
 def test_a_config_json_from_a_larger_machine_repeats_here(capsys, tiny, tmp_path) -> None:

@@ -400,3 +400,25 @@ def test_a_best_cell_on_the_grids_far_edge_is_noted() -> None:
         "the best tau1 = 5 is the grid's largest (--max-tau1 5): a larger grid may hold a better one"
     ]
     assert grid_edge_notes(1, 1, 1, 1) == []  # a grid of one value has no edge to move
+
+
+def test_the_golden_search_runs_on_the_cells_that_fit_the_budget_only(monkeypatch) -> None:
+    """The non-i.i.d. bound's eta search ran on every cell of the grid, those outside the budget through
+    all ten windows: 24 s for max_tau2 = 10,000 with 6 cells that fit (a probe). The answer is the same."""
+    import bounds.plan.optimize as optimize
+
+    sizes: list[int] = []
+    real = optimize._golden_eta
+    monkeypatch.setattr(
+        optimize, "_golden_eta", lambda value_at, top: sizes.append(top.size) or real(value_at, top)
+    )
+    kw = {"L": 1, "sigma2": 1, "N": 4, "gap": 1, "zeta": 0.5, "cost": CostModel(1.0, 1.0),
+          "budget_seconds": 4, "max_tau1": 2, "bound": "non-iid", "heterogeneity": 0.1}  # fmt: skip
+    small, large = optimize_dfl(**kw, max_tau2=5), optimize_dfl(**kw, max_tau2=2000)
+    assert sizes == [5, 5]  # the (tau1, tau2) whose round fits 4 s: tau1 + tau2 <= 4; the grids: 10 and 4,000
+    assert (small.tau1, small.tau2, small.eta, small.bound) == (
+        large.tau1,
+        large.tau2,
+        large.eta,
+        large.bound,
+    )

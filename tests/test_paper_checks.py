@@ -69,7 +69,11 @@ def test_quick_run_reports_every_theory_check_and_caches(tmp_path, capsys) -> No
     document = json.loads((tmp_path / "report.json").read_text())
     cached = document["checks"]
     assert [r["id"] for r in cached] == ["zeta-values", "fig3-variance"] and all(r["cached"] for r in cached)
-    assert document["complete"] and (document["done"], document["selected"]) == (2, 2)
+    assert document["complete"] and (document["done"], document["selected"], document["pending"]) == (
+        2,
+        2,
+        [],
+    )
     assert document["mode"] == "quick" and len(document["left_out"]) == len(CHECKS) - 2
 
 
@@ -155,7 +159,12 @@ def test_non_iid_cnn_check_runs_end_to_end_on_tiny_settings(tmp_path, capsys, mo
     assert result["status"] in STATUSES and result["status"] != "could not run", result["summary"]
     table = result["evidence"]["table"]
     assert len(table) == 8 and {r["partition"] for r in table} == {"shards", "iid"}
-    assert all(r["bound"] > 0 and r["L"] > 0 and len(r["sigma2"]) == 2 for r in table)
+    assert all(r["L"] > 0 and len(r["sigma2"]) == 2 for r in table)
+    # the bound is 0 only where nodes leave an exact average for one local step (C = J: zeta is 0 now, not
+    # eigvalsh's 6e-17, which had made it 1e-30-ish): the drift measured there is float32 rounding
+    zero = [r for r in table if r["bound"] == 0]
+    assert all(r["bound"] > 0 for r in table if r not in zero)
+    assert all(r["zeta"] == 0 and r["tau1"] == 1 and r["measured"] < r["rounding_floor"] for r in zero)
     ring_shards = [r for r in table if r["partition"] == "shards" and r["topology"] == "ring"]
     assert all(r["measured"] > r["rounding_floor"] for r in ring_shards)  # a real drift, not rounding
     for name in ("heatmap-shards", "heatmap-iid", "vs-zeta"):
@@ -316,7 +325,7 @@ def test_figures_holds_only_the_reports_own(tmp_path) -> None:
     assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["fig3.pdf", "fig3.png"]
     (tmp_path / "figures" / "notes.txt").write_text("mine")
     other = {**variance, "id": "zeta-values", "evidence": {}}
-    write_report([other], tmp_path, quick=True, figures=False, progress=(1, 2))
+    write_report([other], tmp_path, quick=True, selected=["zeta-values", "fig3-variance"])  # in progress
     assert sorted(f.name for f in (tmp_path / "figures").iterdir()) == ["notes.txt"]
     write_report([variance], tmp_path, quick=True)
     write_report([other], tmp_path, quick=True)
@@ -414,7 +423,18 @@ raise SystemExit(main(["--only", "zeta-values", "remarks-1-2", "--out", {str(tmp
     assert "| zeta-values |" in md and "| remarks-1-2 |" not in md
     document = json.loads((tmp_path / "report.json").read_text())  # (it was a bare list, as when finished)
     assert [r["id"] for r in document.pop("checks")] == ["zeta-values"]
-    assert document == {"mode": "quick", "complete": False, "done": 1, "selected": 2, "left_out": []}
+    left_out = document.pop("left_out")  # (it said [] while in progress, and report.md no word: a probe)
+    assert (
+        len(left_out) == len(CHECKS) - 2 and "zeta-values" not in left_out and "remarks-1-2" not in left_out
+    )
+    assert document == {
+        "mode": "quick",
+        "complete": False,
+        "done": 1,
+        "selected": 2,
+        "pending": ["remarks-1-2"],
+    }
+    assert "(not yet: remarks-1-2)" in md and "**Partial report:** 2 of the " in md
 
 
 def test_proof_sums_decides_the_strict_inequality_before_92_exactly() -> None:

@@ -205,6 +205,7 @@ def test_a_contender_that_trains_better_turns_the_verdict(tiny, tmp_path) -> Non
     settings = dataclasses.replace(SETTINGS, top=1, others=0, seeds=3, eta_scales=(0.01,))
     held = plan(_config(tiny, tmp_path), settings)
     assert held["verdict"] == "holds", held["regret_test"]
+    assert held["spearman"] == "nan" and "needs 3 or more ranked configurations (here 1" in held["notes"]
     upside = dataclasses.replace(settings, eta_scales=(100.0,))
     out = plan(_config(tiny, tmp_path, out=str(tmp_path / "p2")), upside, eta_rule=lambda eta: 0.01 * eta)
     assert out["verdict"] == "violated" and out["best_measured"]["eta_scale"] == 100.0, out["regret_test"]

@@ -298,7 +298,7 @@ def test_the_repairs_count_the_local_steps_the_simulator_takes() -> None:
     footnote 1) was counted as tau1 of them (6 against the simulator's 7 at T = 13, tau1 = 2, tau2 = 3: a
     probe); the repairs are not derived there and are inf."""
     for tau1, tau2, T in itertools.product(range(1, 5), range(1, 4), range(1, 30)):
-        r = dfl_bound(L=1, sigma2=0, N=1, eta=0.01, tau1=tau1, tau2=tau2, zeta=0.5, T=T, gap=1)
+        r = dfl_bound(L=1, sigma2=0, N=2, eta=0.01, tau1=tau1, tau2=tau2, zeta=0.5, T=T, gap=1)
         if T % (tau1 + tau2) > tau1:
             assert math.isinf(r.bound_repaired) and math.isinf(r.bound_non_iid), (tau1, tau2, T)
             assert "our repairs, derived under it, are inf there" in r.message

@@ -446,3 +446,21 @@ def test_a_checkpoints_failure_cause_is_said_once() -> None:
     assert _save_failure(named) == "Read-only file system"
     gone = RuntimeError("Parent directory /tmp/x does not exist.")  # blamed on a full disk (a review)
     assert _save_failure(gone) == "Parent directory /tmp/x does not exist."
+
+
+def test_an_empty_data_dir_is_refused_not_read_as_the_shipped_copy(tmp_path, capsys) -> None:
+    """--data-dir "" (an unset $DATA) trained on the shipped MNIST in silence, and CIFAR-10 read the
+    current folder ("data file 'data_batch_1' does not exist", no folder named): a probe."""
+    from sim.data import dataset_files, load_dataset
+    from sim.versus import versus
+
+    for argv in (["--model", "logreg"], ["--dataset", "cifar10"]):
+        code = sim_main(
+            [*argv, "--nodes", "4", "--steps", "2", "--data-dir", " ", "--out", str(tmp_path / "r")]
+        )
+        assert code == 2 and "data_dir = ' ' is empty (expected a folder" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    for call in (lambda: dataset_files("mnist", ""), lambda: load_dataset("cifar10", ""),
+                 lambda: versus("gossipy", [4], 8, 1, 1, "mnist", "", lambda line: None)):  # fmt: skip
+        with pytest.raises(InputError, match="data_dir = '' is empty"):
+            call()

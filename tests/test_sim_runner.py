@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import pickle
 import re
 from pathlib import Path
@@ -105,9 +106,28 @@ def test_resume_equals_an_unbroken_run(tiny, tmp_path, old_format: bool) -> None
     assert [r["train_loss"] for r in rows_a] == [r["train_loss"] for r in rows_b]
 
 
+def test_a_run_resumed_to_more_steps_drops_its_old_end_row_off_the_log_steps(tiny, tmp_path) -> None:
+    """A run of 10 steps (log_every 4) logs its end at step 10; resumed to 24 steps its metrics.csv kept
+    that row among the rows every 4 steps, which the unbroken run of 24 has not (a probe)."""
+    unbroken = run(config(tiny, tmp_path, out=str(tmp_path / "a")))
+    run(config(tiny, tmp_path, steps=10, out=str(tmp_path / "b")))
+    assert list(csv.DictReader((tmp_path / "b" / "metrics.csv").open()))[-1]["step"] == "10"
+    resumed = run(config(tiny, tmp_path, resume=True, out=str(tmp_path / "b")))
+    rows_a = list(csv.DictReader((tmp_path / "a" / "metrics.csv").open()))
+    rows_b = list(csv.DictReader((tmp_path / "b" / "metrics.csv").open()))
+    assert [r["step"] for r in rows_b] == [r["step"] for r in rows_a] == [str(t) for t in range(0, 25, 4)]
+    assert [r["train_loss"] for r in rows_a] == [r["train_loss"] for r in rows_b]
+    assert resumed["final_train_loss"] == unbroken["final_train_loss"]
+
+
 def test_divergence_stops_and_keeps_records(tiny, tmp_path) -> None:
     summary = run(config(tiny, tmp_path, model="lstsq", eta=1e6))
     assert summary["diverged"] and "diverged at step" in summary["message"]
+    assert not math.isnan(summary["final_test_accuracy"])  # a finite loss: its model still predicts
+    nan = run(config(tiny, tmp_path, model="lstsq", eta=1e30, out=str(tmp_path / "nan")))
+    assert math.isnan(nan["final_train_loss"]) and math.isnan(nan["final_test_accuracy"])  # NaN outputs
+    rows = list(csv.DictReader((tmp_path / "nan" / "metrics.csv").open()))  # predict nothing (0.098 was said:
+    assert rows[-1]["test_acc"] == rows[-1]["train_acc"] == "nan"  # the class NaN logits all pick, a probe)
     assert "expected a smaller eta than 1000000.0" in summary["message"]
     assert (tmp_path / "run" / "metrics.csv").read_text().count("\n") >= 2
     # under the C-DFL schedule eta is not used (and refused as a flag): the advice names mu and a
@@ -434,6 +454,10 @@ def test_partitioners_refuse_what_they_would_silently_misread() -> None:
         (lambda: Given(np.r_[0, 0.5, np.zeros(8), np.ones(10)]).split(labels, 2, rng), "not all whole"),
         (lambda: Dirichlet(float("inf")), r"alpha = inf is not finite"),
         (lambda: Dirichlet("0.5"), "alpha = '0.5' is a string"),
+        (
+            lambda: Dirichlet(1e308),
+            r"alpha = 1e\+308 is out of range \(expected a real number > 0 and <= 1e\+300",
+        ),
         (lambda: Shards(2.5), "shards_per_node = 2.5 is not a whole number"),
         (lambda: IID().split(labels, 2.5, rng), r"nodes = 2.5 is not a whole number"),
         (lambda: Shards().split(labels.reshape(4, 5), 2, rng), r"labels of shape \(4, 5\)"),
@@ -445,6 +469,8 @@ def test_partitioners_refuse_what_they_would_silently_misread() -> None:
     parts = Given(np.r_[np.zeros(10), np.ones(10)]).split(labels, 2, rng)  # float ids that are whole: fine
     assert [len(p) for p in parts] == [10, 10]
     assert [len(p) for p in IID().split(labels, 2.0, rng)] == [10, 10]  # a whole-number float, as dfl_bound
+    even = Dirichlet(1e300).split(np.repeat(np.arange(10), 100), 5, rng)  # (1e308 put 996 of 1,000 on one
+    assert [len(p) for p in even] == [200] * 5  # node, numpy's draw all zeros: a probe)
 
 
 def test_a_run_repeats_from_its_config_json_and_numpy_scalars_are_fields(tiny, tmp_path, capsys) -> None:
@@ -462,6 +488,9 @@ def test_a_run_repeats_from_its_config_json_and_numpy_scalars_are_fields(tiny, t
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(InputError, match="is not valid JSON"):
         config_file_values(tmp_path / "bad.json")
+    upper = tmp_path / "C.JSON"  # (read as TOML: "is not valid TOML (Invalid statement", a probe)
+    upper.write_text(saved.read_text())
+    assert config_file_values(upper) == config_file_values(saved)
 
 
 def test_review_fixes_for_runs(tiny, tmp_path, capsys) -> None:

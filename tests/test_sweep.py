@@ -291,6 +291,8 @@ def test_a_sweeps_resume_never_trains_a_finished_run_again_and_its_folder_is_its
         # these three made the sweep's folder and sweep.json, then stopped (or ran a duplicate, or a default)
         ("[grid]\nseed = [0, 0]\n", "[grid] seed lists one value twice (0; expected distinct values"),
         ("[grid]\neta = [1, 1.0]\n", "[grid] eta lists one value twice (1 and 1.0;"),
+        ("[grid]\nseed = [0, 1, 2, 0]\n", "[grid] seed lists one value twice (0;"),
+        ("[grid]\ntopology = ['ring', 'torus', 'ring']\n", "[grid] topology lists one value twice ('ring';"),
         ("", "has no [grid] entries (expected field = [value, ...] lines under [grid]"),
         # identical runs under other names (a probe): a grid field the runs do not read
         ("[grid]\nseed = [0]\n", "resume: '{out}' holds no sweep (no sweep.json"),  # a typo of --out
@@ -852,3 +854,16 @@ def test_save_params_given_to_a_finished_sweep_writes_its_runs_params(tiny, tmp_
     assert (
         "save_params asks for its params.npz, which only its checkpoint could give" in capsys.readouterr().err
     )
+
+
+def test_a_grid_list_longer_than_a_sweep_is_refused_before_its_values_are_compared(tmp_path) -> None:
+    """30,000 seeds spent minutes comparing every pair of values before the points were counted (a probe)."""
+    from sim.grid import load_grid
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(f"[base]\nsteps = 4\n[grid]\nseed = {list(range(30_000))}\n")
+    with pytest.raises(InputError, match="seed lists 30,000 values \\(expected at most 10,000 points"):
+        load_grid(grid)
+    grid.write_text(f"[base]\nsteps = 4\n[grid]\nseed = {[*range(9_000), 17]}\n")  # the dict finds it
+    with pytest.raises(InputError, match="seed lists one value twice \\(17;"):
+        load_grid(grid)

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, broadcastable, real_array
+from bounds._checks import InputError, broadcastable, check_one_node, real_array
 from bounds.cdfl import formulas as cf
 from bounds.result import Result, overflow_note, scalar_or_array
 
@@ -154,10 +154,11 @@ def cdfl_bound(
     )
     if (v["mu"] > v["L"]).any():
         raise InputError(f"mu = {mu} exceeds L = {L} (expected 0 < mu <= L)")
+    check_one_node(v["N"], zeta=v["zeta"], beta_mix=v["beta_mix"])
     # beta_mix = 1 - lambda_N(C) and zeta = max(|lambda_2|, |lambda_N|) >= lambda_2 >= lambda_N >= -zeta
     slack = 1e-9
     apart = (v["beta_mix"] < 1 - v["zeta"] - slack) | (v["beta_mix"] > 1 + v["zeta"] + slack)
-    apart &= v["N"] >= 2  # one node: C = [[1]], zeta = beta_mix = 0 (no lambda_2)
+    apart &= v["N"] >= 2  # one node: C = [[1]], zeta = beta_mix = 0 (no lambda_2), checked above
     if apart.any():
         raise InputError(
             f"beta_mix = {beta_mix} and zeta = {zeta} cannot belong to one mixing matrix (expected 1 - zeta "

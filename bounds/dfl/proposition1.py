@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, broadcastable, check_cells, real_array
+from bounds._checks import InputError, broadcastable, check_cells, check_one_node, real_array
 from bounds.dfl import formulas as f
 from bounds.result import Result, overflow_note, scalar_or_array
 
@@ -125,7 +125,7 @@ class DFLBound(Result):
 def _validated(**kw: Any) -> dict[str, np.ndarray]:
     """Each argument of :func:`dfl_bound` as a float array, checked against its domain (and the arrays
     against each other's shapes)."""
-    return broadcastable(
+    args = broadcastable(
         {
             "L": real_array("L", kw["L"], low=0, low_open=True),
             "sigma2": real_array("sigma2", kw["sigma2"], low=0),
@@ -140,6 +140,8 @@ def _validated(**kw: Any) -> dict[str, np.ndarray]:
             "heterogeneity": real_array("heterogeneity", kw["heterogeneity"], low=0),
         }
     )
+    check_one_node(args["N"], zeta=args["zeta"])
+    return args
 
 
 def dfl_bound(
@@ -161,10 +163,7 @@ def dfl_bound(
     Args:
         L: smoothness constant (> 0).
         sigma2: gradient-noise variance sigma^2 (>= 0; 0 is the noise-free limit).
-        N: number of nodes (integer >= 1). It enters only as sigma^2 / N and beta_var / N (Lemma 2's
-            average of independent noises), so N = 1 is taken at any zeta: the same formula with the
-            noise every node shares (``dfl-bounds`` refuses --zeta other than 0 with --nodes 1, where it
-            means one node, C = [[1]]).
+        N: number of nodes (integer >= 1; N = 1 needs zeta = 0: one node's C = [[1]]).
         eta: learning rate (> 0).
         tau1: local steps per round (integer >= 1).
         tau2: gossip steps per round (integer >= 0).
@@ -249,7 +248,9 @@ def dfl_bound(
         out[name] = np.where((bv > 0) | (tail > t1), np.inf, out[name])
     out["rounds"] = rounds.astype(np.int64)
     out["tail_steps"] = tail.astype(np.int64)
-    out = {k: scalar_or_array(np.asarray(v)) for k, v in out.items()}
+    shape = np.broadcast_shapes(*(a.shape for a in args.values()))  # every field on it (heterogeneity alone
+    # an array made the non-i.i.d. fields arrays and the others, success among them, scalars: a probe)
+    out = {k: scalar_or_array(np.broadcast_to(np.asarray(v), shape).copy()) for k, v in out.items()}
     first = ("bound", "bound_repaired", "bound_non_iid")
     out = {**{k: out.pop(k) for k in first}, **out}
     message = _message(never_mixes, t2, np.asarray(out["eta_condition_ok"]), eta_,
@@ -364,16 +365,21 @@ def _message(
     return "; ".join(notes)
 
 
-def eta_max(*, L: Any, tau1: Any, tau2: Any, zeta: Any, N: Any = 1, beta_var: Any = 0.0) -> Any:
+def eta_max(*, L: Any, tau1: Any, tau2: Any, zeta: Any, N: Any = None, beta_var: Any = 0.0) -> Any:
     """Largest eta satisfying the step-size condition; (eta) of Proposition 1 when beta_var = 0.
 
     Closed form x / L with x = 2 / (b + sqrt(b^2 + 4 a)), the positive root of
     a x^2 + b x = 1, where a = A (+ 2 beta_var tau / (1 - zeta^(2 tau2))) and
-    b = 1 + beta_var / N. Zero where zeta = 1 or tau2 = 0.
+    b = 1 + beta_var / N. Zero where zeta = 1 or tau2 = 0. N is needed only where
+    beta_var > 0 (it defaulted to 1 there, in silence; with N = 1 now meaning one node, zeta = 0).
 
     >>> round(eta_max(L=1, tau1=4, tau2=4, zeta=0.8727), 6)
     0.05024
     """
+    if N is None:
+        if (real_array("beta_var", beta_var, low=0) > 0).any():
+            raise InputError(f"eta_max needs N where beta_var = {beta_var} > 0 (expected N, the nodes)")
+        N = 2  # any N >= 2: b = 1 at beta_var = 0
     r = dfl_bound(
         L=L, sigma2=0.0, N=N, eta=1.0, tau1=tau1, tau2=tau2, zeta=zeta, T=1, gap=0.0, beta_var=beta_var
     )

@@ -227,6 +227,9 @@ def check_mixing_matrix(C: Any, *, tol: float = DEFAULT_TOL, require_connected: 
     if type(C).__module__.startswith("networkx"):  # ('C has shape (5,)': a graph given for its matrix)
         raise InputError(f"C is a networkx {type(C).__name__} (expected its mixing matrix: "
                          "bounds.mixing_matrix(graph))")  # fmt: skip
+    if np.ma.isMaskedArray(C) and np.ma.getmaskarray(C).any():  # (the values under the mask were used)
+        raise InputError("C has masked entries (expected a plain matrix: the mask is not read; give the "
+                         "values meant, with .filled())")  # fmt: skip
     kind = C.dtype.kind if sp.issparse(C) else _kind(C)
     if kind == "O":  # objects: numbers such as sympy Rationals or Fractions are real numbers too
         kind = "f" if _real_objects(C) else "?"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bounds._checks import InputError, broadcastable, real_array, real_number, whole_number
+from bounds._checks import InputError, broadcastable, flag, real_array, real_number, whole_number
 
 __all__ = ["CostModel"]
 
@@ -70,5 +70,7 @@ class CostModel:
         return float(seconds) if seconds.ndim == 0 else seconds
 
     def step_seconds(self, local: bool, gossip: bool) -> float:
-        """Seconds of one step that is a local step, a gossip step, or both at once (D-SGD)."""
+        """Seconds of one step that is a local step, a gossip step, or both at once (D-SGD). ``local`` and
+        ``gossip`` are booleans (the string "no" counted as True, a probe)."""
+        local, gossip = flag("local", local), flag("gossip", gossip)
         return (self.t_comp if local else 0.0) + (self.t_comm if gossip else 0.0)

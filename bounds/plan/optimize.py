@@ -40,7 +40,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from bounds._checks import MAX_EXACT_INTEGER, InputError, one_of, real_number, whole_number
+from bounds._checks import MAX_EXACT_INTEGER, InputError, check_one_node, one_of, real_number, whole_number
 from bounds.dfl import formulas as f
 from bounds.dfl import proposition1
 from bounds.plan.cost import CostModel
@@ -233,6 +233,7 @@ def optimize_dfl(
             size = np.shape(C)[0]
             raise InputError(f"C is {size} x {size} but N = {N} (expected a mixing matrix of the N nodes)")
     z = real_number("zeta", zeta, low=0, high=1)
+    check_one_node(N, zeta=z)
     v2 = real_number("heterogeneity", heterogeneity, low=0)
     fixed = None if eta is None else real_number("eta", eta, low=0, low_open=True)
     bound = one_of("bound", ALIASES.get(bound, bound) if isinstance(bound, str) else bound, BOUNDS)
@@ -251,22 +252,25 @@ def optimize_dfl(
         if bound == "non-iid":
             eta_max = np.asarray(f.eta_max_non_iid(L, tau1, tau2, z))
 
-            def value_at(e: np.ndarray) -> np.ndarray:
-                return a / e + b * e + f.drift_term_repaired(e, L, sigma2, v2, tau1, tau2, z)
+            def value_at(e: np.ndarray, cells: Any = ...) -> np.ndarray:  # (cells: an index of the grid)
+                drift = f.drift_term_repaired(e, L, sigma2, v2, tau1[cells], tau2[cells], z)
+                return a[cells] / e + b[cells] * e + drift
         else:
             eta_max = np.asarray(proposition1.eta_max(L=L, tau1=tau1, tau2=tau2, zeta=z))
             factor = {"repaired": f.drift_factor_repaired, "paper": f.drift_factor,
                       "corrected": f.drift_factor_corrected}  # fmt: skip
             c = 2 * L**2 * sigma2 * factor[bound](tau1, tau2, z)
 
-            def value_at(e: np.ndarray) -> np.ndarray:
-                return a / e + b * e + c * e**2
+            def value_at(e: np.ndarray, cells: Any = ...) -> np.ndarray:
+                return a[cells] / e + b[cells] * e + c[cells] * e**2
 
         usable, top = feasible & (eta_max > 0), np.maximum(eta_max, 1e-300)
         if fixed is not None:
             etas = np.where(usable & (fixed <= eta_max * (1 + 1e-12)), fixed, np.nan)
         elif bound == "non-iid":  # a / eta + b eta + a convex drift term: unimodal in eta
-            etas = np.where(usable, _golden_eta(value_at, top), np.nan)
+            etas = np.full(tau1.shape, np.nan)  # on the cells that fit the budget only (all of a grid of
+            # 200,000 (tau1, tau2), 6 of them feasible, took minutes: a probe)
+            etas[usable] = _golden_eta(lambda e: value_at(e, usable), top[usable])
         else:
             etas = np.where(usable, _best_eta(a, b, c, top), np.nan)
         value = np.where(np.isfinite(etas), value_at(np.where(np.isfinite(etas), etas, 1.0)), np.inf)
