@@ -443,6 +443,8 @@ def _run_engine(
         _log_due([r for r in recorders if r.start()])
         settle()
         active = [r for r in recorders if not r.finished]
+        if progress:  # the steps resumed runs had taken (the bar started at 0 of the whole, a probe)
+            progress(sum(r.state.t for r in recorders), total)
         while active:
             lanes = [r.state for r in active]
             results = engine.step(lanes)  # type: ignore[arg-type]

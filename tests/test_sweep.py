@@ -129,7 +129,10 @@ def test_an_interrupted_sweep_resumes_to_the_unbroken_runs(tiny, tmp_path) -> No
     with pytest.raises(KeyboardInterrupt):
         run_sweep(configs("broken"), stop)
     assert not (tmp_path / "broken/0/summary.json").exists()
-    run_sweep(configs("broken", resume=True))
+    taken = sum(torch.load(tmp_path / f"broken/{i}/checkpoint.pt", weights_only=False)["t"] for i in (0, 1))
+    calls: list[tuple[int, int]] = []
+    run_sweep(configs("broken", resume=True), lambda done, total: calls.append((done, total)))
+    assert taken > 0 and calls[0] == (taken, 60)  # (the bar started at 0 of the whole, a probe)
     for i in range(len(variants)):
         assert_same_records(tmp_path / f"broken/{i}", tmp_path / f"unbroken/{i}")
 
