@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from bounds import InputError
 from sim.config import RunConfig
 from sim.distributed import run_distributed
 from sim.host import automatic_threads, check_threads
@@ -32,11 +33,16 @@ def run(
     flags are the caller's again afterwards (:func:`sim.setup.kept_torch_settings`). ``config.threads``: at
     most the cores this process may use (:func:`sim.host.check_threads`; checked for the command lines
     only before), 0 leaving torch's own choice (``dfl-sim run`` chooses by the machine's load)."""
+    if not isinstance(config, RunConfig):  # (AttributeError: 'dict' object has no attribute 'out')
+        raise InputError(f"config = {config!r} is not a RunConfig (expected sim.RunConfig(...))")
+    config.validate()  # here: out = 5 was a TypeError from releasing its folder, the InputError hidden
     try:
         with kept_torch_settings():  # threads, TF32: as the caller had them, after the run
             if config.backend == "distributed":
+                if progress is not None:  # (it was dropped in silence, a probe)
+                    raise InputError("progress with backend 'distributed' (expected progress=None: rank 0 "
+                                     "prints its own progress lines)")  # fmt: skip
                 return run_distributed(config)
-            config.validate()
             check_threads(config.threads)
             if config.threads:
                 torch.set_num_threads(config.threads)

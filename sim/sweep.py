@@ -26,6 +26,7 @@ leaves the stack's active set; the others go on.
 from __future__ import annotations
 
 import itertools
+import pathlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -333,10 +334,15 @@ def check_compatible(configs: Sequence[RunConfig]) -> None:
                 )
     if first.backend != "local":
         raise InputError(f"sweep: backend = {first.backend!r} (expected local: a sweep runs in one process)")
-    outs = [c.out for c in configs]
-    if len(set(outs)) != len(outs):
-        same = next(o for o in outs if outs.count(o) > 1)
-        raise InputError(f"sweep: two runs write to the same folder {same!r} (expected one folder per run)")
+    folders: dict[Any, str] = {}  # resolved (o2/s and o2/./s, or a relative and an absolute spelling, ran
+    for c in configs:  # two runs into one folder, the first's files lost: a probe) -> as given
+        folder = pathlib.Path(c.out).resolve() if isinstance(c.out, str) else c.out
+        if folder in folders:
+            given = c.out if folders[folder] == c.out else f"{folders[folder]} and {c.out}"
+            raise InputError(
+                f"sweep: two runs write to the same folder {given!r} (expected one folder per run)"
+            )
+        folders[folder] = c.out
 
 
 def check_sweep(configs: Sequence[RunConfig]) -> list[Setup]:

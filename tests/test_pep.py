@@ -291,3 +291,15 @@ def test_a_problem_too_large_to_solve_is_refused_before_it_is_built(capsys) -> N
     C = np.full((3, 3), 1 / 3)
     with pytest.raises(InputError, match="max_gram = 0 is out of range"):
         dfl_worst_case(C, tau1=1, tau2=1, rounds=1, eta=0.1, L=1.0, gap=1.0, max_gram=0)
+
+
+def test_a_huge_tau2_costs_one_gossip_product() -> None:
+    """--tau2 1e9 built the PEP's expressions one gossip step at a time and ran for days without a word (a
+    probe): the tau2 steps are one product with C^tau2 now, so 10^9 steps cost what 200 do and give the same
+    worst case (C^200 of a 3-ring is J to the last digit)."""
+    from bounds import make_graph, mixing_matrix
+
+    C = mixing_matrix(make_graph("ring", 3))
+    kw = {"tau1": 1, "rounds": 1, "eta": 0.2, "L": 1.0, "gap": 1.0}
+    huge = dfl_worst_case(C, tau2=10**9, **kw)  # (the loop of 10^9 steps did not return)
+    assert huge.worst_case == pytest.approx(dfl_worst_case(C, tau2=200, **kw).worst_case, rel=1e-6)

@@ -549,3 +549,17 @@ def test_a_rows_round_and_learning_rate_are_those_of_its_step(tiny, tmp_path, al
     for row in rows:
         k = max(int(row["step"]) - 1, 0) // tau
         assert int(row["round"]) == k and float(row["lr"]) == pytest.approx(4 / (10.0 + k)), row["step"]
+
+
+def test_run_names_a_bad_config_and_refuses_a_progress_it_cannot_call(tiny, tmp_path) -> None:
+    """run(RunConfig(out=5)) raised pathlib's TypeError from releasing its folder (the InputError only its
+    __context__), run(dict) an AttributeError, and a distributed run dropped its progress callback in
+    silence (a probe)."""
+    with pytest.raises(InputError, match="out = 5 has the wrong type"):
+        run(config(tiny, tmp_path, out=5))
+    with pytest.raises(InputError, match="is not a RunConfig"):
+        run({"model": "logreg"})  # type: ignore[arg-type]
+    distributed = config(tiny, tmp_path, backend="distributed", world_size=2)
+    with pytest.raises(InputError, match="progress with backend 'distributed'"):
+        run(distributed, progress=lambda done, total: None)
+    assert not (tmp_path / "run").exists()

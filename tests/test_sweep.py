@@ -148,6 +148,11 @@ def test_runs_that_cannot_share_a_sweep_are_refused(tiny, tmp_path) -> None:
     with pytest.raises(InputError, match="same folder"):
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
                    RunConfig(**{**base, "seed": 1, "out": str(tmp_path / "a")})])  # fmt: skip
+    for other in (f"{tmp_path}/./a", f"{tmp_path}/b/../a"):  # one folder spelled two ways (the first run's
+        with pytest.raises(InputError, match=f"same folder '{tmp_path}/a and {other}'"):  # files were lost)
+            run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
+                       RunConfig(**{**base, "seed": 1, "out": other})])  # fmt: skip
+    assert not (tmp_path / "a").exists()
     with pytest.raises(InputError, match="tau2 = -1"):
         run_sweep([RunConfig(**{**base, "out": str(tmp_path / "a")}),
                    RunConfig(**{**base, "tau2": -1, "out": str(tmp_path / "b")})])  # fmt: skip
