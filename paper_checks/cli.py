@@ -198,8 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finished: list[dict] = []
 
     def done(i: int, count: int, r: dict) -> None:  # a line per check: long runs are not silent
-        finished.append(r)  # and the report so far, rewritten (without figures): a stopped run keeps it
-        write_report(finished, out, quick, [c.id for c in chosen])
+        finished.append(r)  # and the report so far, rewritten (without figures): a stopped run keeps it;
+        if i < count:  # after the last check the whole report follows at once (its figures drawn once)
+            write_report(finished, out, quick, [c.id for c in chosen])
         cached = " (cached)" if r.get("cached") else f" ({r['seconds']:.0f} s)"
         why = f": {_first_line(r['summary'])}" if r["status"] == "could not run" else ""
         bar.write(f"dfl-check: [{i}/{count}] {r['id']}: {r['status']}{cached}{why}", file=sys.stderr)
